@@ -1,0 +1,17 @@
+# Lint and test tiers. `make test` is what CI runs (.ci/run).
+PYTEST_ARGS ?=
+
+.PHONY: lint
+lint: venv ## ruff, mypy, yamllint --strict (ansible-lint and hadolint join in mk/ansible.mk, mk/image.mk)
+	$(VENV)/bin/ruff check entrypoints tests
+	$(VENV)/bin/ruff format --check entrypoints tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/yamllint --strict .
+
+.PHONY: test-unit
+test-unit: venv ## Unit and conformance tests (no Docker)
+	$(VENV)/bin/pytest -m "not docker and not slow" $(PYTEST_ARGS)
+
+.PHONY: test
+test: lint test-unit ## Everything CI runs: lint, unit, conformance and integration tests
+	$(VENV)/bin/pytest -m "docker and not slow" $(PYTEST_ARGS)
