@@ -1,0 +1,91 @@
+"""Qwen3.5 MoE architectures: the numbers the layout rules need, and reading them from a real config.json.
+
+Values from ../shared/facts/qwen3.5-parallelism-memory.md section 1.1. When MODEL_PATH holds a config.json,
+its values win and are checked against the recipe's model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    name: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    num_experts: int
+    experts_per_token: int
+    moe_ffn_hidden_size: int
+    linear_num_key_heads: int  # Gated DeltaNet QK heads
+    linear_num_value_heads: int  # Gated DeltaNet V heads
+    full_attention_interval: int = 4
+
+    @property
+    def has_gdn(self) -> bool:
+        return self.linear_num_key_heads > 0
+
+
+QWEN35_35B = ModelArch("qwen3.5-35b-a3b", "qwen3_5_moe", 40, 2048, 16, 2, 256, 8, 512, 16, 32)
+QWEN35_122B = ModelArch("qwen3.5-122b-a10b", "qwen3_5_moe", 48, 3072, 32, 2, 256, 8, 1024, 16, 64)
+QWEN35_397B = ModelArch("qwen3.5-397b-a17b", "qwen3_5_moe", 60, 4096, 32, 2, 512, 10, 1024, 16, 64)
+
+MODELS: dict[str, ModelArch] = {m.name: m for m in (QWEN35_35B, QWEN35_122B, QWEN35_397B)}
+
+# config.json field -> ModelArch field. Qwen3.5 nests the text tower under "text_config".
+_CONFIG_FIELDS = {
+    "num_hidden_layers": "num_layers",
+    "hidden_size": "hidden_size",
+    "num_attention_heads": "num_attention_heads",
+    "num_key_value_heads": "num_kv_heads",
+    "num_experts": "num_experts",
+    "num_experts_per_tok": "experts_per_token",
+    "moe_intermediate_size": "moe_ffn_hidden_size",
+    "linear_num_key_heads": "linear_num_key_heads",
+    "linear_num_value_heads": "linear_num_value_heads",
+    "full_attention_interval": "full_attention_interval",
+}
+
+
+class ModelConfigError(ValueError):
+    pass
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelConfigError(f"{path}: cannot read config.json ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ModelConfigError(f"{path}: config.json is not a JSON object")
+    text = data.get("text_config")
+    merged: dict[str, Any] = dict(data)
+    if isinstance(text, dict):
+        merged.update(text)
+    return merged
+
+
+def arch_from_config(expected: ModelArch, config: dict[str, Any]) -> tuple[ModelArch, list[str]]:
+    """The real architecture (expected values replaced by config.json's) and the fields that differ."""
+    updates: dict[str, Any] = {}
+    differences: list[str] = []
+    known = {f.name for f in fields(ModelArch)}
+    for cfg_key, field_name in _CONFIG_FIELDS.items():
+        if cfg_key in config and field_name in known:
+            value = config[cfg_key]
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            if value != getattr(expected, field_name):
+                differences.append(f"{cfg_key}={value} (expected {getattr(expected, field_name)})")
+            updates[field_name] = value
+    model_type = str(config.get("model_type", expected.model_type))
+    base_type = model_type.removesuffix("_text")
+    if base_type != expected.model_type:
+        differences.insert(0, f"model_type={model_type} (expected {expected.model_type})")
+    return replace(expected, **updates), differences

@@ -1,0 +1,52 @@
+"""Settings resolution: recipe defaults < site file < environment < --set."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .recipes import Recipe, load_recipe
+from .settings import (
+    Layer,
+    Resolved,
+    default_site_file,
+    layer_from_environ,
+    layer_from_sets,
+    layer_from_site_file,
+    merge,
+)
+
+
+@dataclass
+class Request:
+    """What the user asked for; render, validate and launch take exactly this."""
+
+    recipe: str
+    sets: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    site: Path | None = None
+    skip_path_checks: bool = False
+
+
+def resolve(req: Request, environ: Mapping[str, str] | None = None) -> tuple[Recipe, Resolved]:
+    env = os.environ if environ is None else environ
+    recipe = load_recipe(req.recipe)
+    warnings: list[str] = []
+    launch_env_keys = set(recipe.env) | set(recipe.npu_env)
+    upper: list[Layer] = []
+    site = req.site or default_site_file(env)
+    if site is not None:
+        upper.append(layer_from_site_file(site, warnings))
+    upper.append(layer_from_environ(env, launch_env_keys, warnings))
+    upper.append(layer_from_sets(req.sets, warnings))
+    # The recipe's defaults depend on the device, which a higher layer may choose.
+    device = recipe.settings.get("DEVICE", "npu")
+    for layer in upper:
+        device = layer.values.get("DEVICE", device)
+    defaults = dict(recipe.settings)
+    if device == "gpu":
+        defaults.update(recipe.gpu_settings)
+    defaults["EXPERIMENT_NAME"] = defaults.get("EXPERIMENT_NAME") or recipe.name
+    return recipe, merge([Layer(f"recipe {recipe.name}", defaults), *upper], warnings)

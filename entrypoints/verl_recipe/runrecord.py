@@ -1,0 +1,59 @@
+"""The run directory each launch writes: what ran, with which settings, and where its log goes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .render import Launch, experiment_dir
+from .settings import Resolved
+
+
+def new_run_dir(resolved: Resolved, now: float | None = None) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now if now is not None else time.time()))
+    base = Path(experiment_dir(str(resolved.values["LOG_DIR"]), resolved.values)) / "runs"
+    run = base / stamp
+    suffix = 1
+    while run.exists():  # two launches in the same second get distinct folders
+        suffix += 1
+        run = base / f"{stamp}-{suffix}"
+    return run
+
+
+def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_info: dict[str, Any]) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=False)
+    (run_dir / "launch.json").write_text(launch.to_json())
+    settings = {k: {"value": resolved.values[k], "from": resolved.origin.get(k, "?")} for k in sorted(resolved.values)}
+    env_origin = {k: resolved.env_origin.get(k, "recipe") for k in sorted(launch.env)}
+    record = {
+        "recipe": launch.recipe,
+        "verl_recipe_version": __version__,
+        "host": socket.gethostname(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": settings,
+        "env_from": env_origin,
+        "warnings": resolved.warnings,
+        "log": str(run_dir / "train.log"),
+        **extra_info,
+    }
+    (run_dir / "settings.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    (run_dir / "command.sh").write_text(
+        "#!/usr/bin/env bash\n# The exact launch of this run.\n" + shell_command(launch)
+    )
+    os.chmod(run_dir / "command.sh", 0o755)
+    return run_dir
+
+
+def shell_command(launch: Launch) -> str:
+    """The launch as one copy-pasteable shell command."""
+    lines = ["env \\"]
+    lines += [f"  {k}={shlex.quote(v)} \\" for k, v in sorted(launch.env.items())]
+    lines += [f"  {shlex.quote(a)} \\" for a in launch.argv]
+    lines[-1] = lines[-1].removesuffix(" \\")
+    return "\n".join(lines) + "\n"
