@@ -1,0 +1,527 @@
+"""`verl-recipe doctor`: check that this container can run the recipe, and say how to fix what it cannot.
+
+Checks, in order: the versions manifest; installed packages against its pins; the image record (packages changed
+since the build); torch_npu and the NPU count; the driver (HDK) version against what CANN needs (host.hdk_min);
+the HCCL / Gloo / TensorPipe NIC variables; the shared paths; free space for checkpoints.
+
+With VERL_RECIPE_SIMULATED=1 (the simulated cluster) a missing NPU, driver or NPU-only package is an expected
+finding, reported as such, not a failure.
+
+Exit codes: 0 = no check failed (warnings and expected findings allowed); 1 = at least one check failed (each
+failure carries its fix); 2 = usage error (bad option or bad VERL_RECIPE_SIMULATED value).
+
+`--json` prints {"ok", "exit_code", "simulated", "checks": [{"name", "status", "detail", "fix"}]}, with status one
+of ok | warn | fail | expected. `--record DIR` (used by the image build) writes DIR/image-manifest.json and
+DIR/pip-freeze.txt instead of checking.
+
+Stdlib + PyYAML only, so it runs on the image's Python with nothing else installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata as md
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from verl_recipe.manifest import load_manifest, manifest_path
+
+DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
+IMAGE_RECORD_DIR = Path("/opt/verl-recipe")
+RECORD_FILE = "image-manifest.json"
+FREEZE_FILE = "pip-freeze.txt"
+# Free space for checkpoints. A Qwen3.5-397B checkpoint with optimizer state takes several TB on shared
+# storage; 500 GB is the floor below which even one save fails. The simulated cluster saves tiny checkpoints.
+MIN_FREE_GB_REAL = 500.0
+MIN_FREE_GB_SIM = 1.0
+
+# Manifest key -> distribution name. Only the packages that the simulated runtime also carries are checked
+# strictly there; the rest exist only in the NPU image.
+DIST_NAMES = {
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "torch_npu": "torch-npu",
+    "triton_ascend": "triton-ascend",
+    "ray": "ray",
+    "transfer_queue": "TransferQueue",
+    "flash_linear_attention": "flash-linear-attention",
+    "hydra_core": "hydra-core",
+    "omegaconf": "omegaconf",
+    "pyyaml": "PyYAML",
+    "megatron_core": "megatron-core",
+}
+SIM_STRICT = ("ray", "hydra_core", "omegaconf", "pyyaml")
+# git_sources entries installed as distributions (with their release version) in the NPU image.
+GIT_DISTS = {"verl": "verl", "vllm": "vllm", "vllm_ascend": "vllm-ascend"}
+NIC_VARS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
+PATH_VARS = ("SHARED_ROOT", "MODEL_PATH", "TRAIN_FILES", "VAL_FILES")
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | warn | fail | expected
+    detail: str
+    fix: str = ""
+
+
+class UsageError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def simulated_from_env(env: dict[str, str]) -> bool:
+    raw = env.get("VERL_RECIPE_SIMULATED", "0").strip()
+    if raw not in ("0", "1", ""):
+        raise UsageError(f"VERL_RECIPE_SIMULATED={raw!r}: use 1 (simulated cluster) or 0 (real A3)")
+    return raw == "1"
+
+
+def installed_version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def same_version(installed: str, pin: str) -> bool:
+    """Exact match; a local build tag (`+cpu`) on the installed side is ignored."""
+    return installed == pin or installed.split("+", 1)[0] == pin
+
+
+_HDK_PART = re.compile(r"^(\d+)$|^rc(\d+)$", re.IGNORECASE)
+
+
+def hdk_key(version: str) -> tuple[int, ...]:
+    """Order Ascend HDK versions: 25.5.0 < 26.0.rc1 < 26.0.rc2 < 26.0.0 < 26.0.1; spellings rc/RC both accepted."""
+    parts = version.strip().split(".")
+    if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"not an HDK version: {version!r}")
+    key = [int(parts[0]), int(parts[1])]
+    m = _HDK_PART.match(parts[2])
+    if not m:
+        raise ValueError(f"not an HDK version: {version!r}")
+    # A release candidate sorts before the final release of the same major.minor.
+    key += [1, int(m.group(1))] if m.group(1) is not None else [0, int(m.group(2))]
+    for extra in parts[3:]:
+        key.append(int(extra) if extra.isdigit() else 0)
+    return tuple(key)
+
+
+def read_driver_version(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    fields: dict[str, str] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields.get("Version") or fields.get("package_version")
+
+
+def local_addresses() -> set[str]:
+    """IPv4 addresses of this network namespace, from /proc/net/fib_trie (stdlib only, no ioctl)."""
+    addrs: set[str] = set()
+    try:
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+    except OSError:
+        return addrs
+    for prev, line in zip(lines, lines[1:], strict=False):
+        if "/32 host LOCAL" in line:
+            addrs.add(prev.split()[-1])
+    return addrs
+
+
+def interfaces(sys_net: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in sys_net.iterdir())
+    except OSError:
+        return []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# checks
+
+
+def check_packages(manifest: dict[str, Any], simulated: bool) -> list[Check]:
+    out: list[Check] = []
+    pins: dict[str, Any] = manifest.get("python_packages", {})
+    for key, pin in pins.items():
+        dist = DIST_NAMES.get(key, key.replace("_", "-"))
+        have = installed_version(dist)
+        name = f"package:{dist}"
+        if simulated and key not in SIM_STRICT:
+            if key == "torch" and have:
+                out.append(Check(name, "expected", f"CPU stand-in {have} (the NPU image pins {pin})"))
+            elif have and same_version(have, str(pin)):
+                out.append(Check(name, "ok", f"{have}"))
+            else:
+                out.append(Check(name, "expected", f"{have or 'not installed'}: NPU image only (pin {pin})"))
+            continue
+        if have is None:
+            out.append(Check(name, "fail", f"not installed (pin {pin})", "rebuild the image with `make image-npu`"))
+        elif not same_version(have, str(pin)):
+            out.append(
+                Check(
+                    name,
+                    "fail",
+                    f"installed {have}, manifest pins {pin}",
+                    f"rebuild the image from docker/versions.yaml; never `pip install {dist}` in a container",
+                )
+            )
+        else:
+            out.append(Check(name, "ok", have))
+    for key, dist in GIT_DISTS.items():
+        src = manifest.get("git_sources", {}).get(key)
+        if not src:
+            continue
+        pin = str(src.get("version", ""))
+        have = installed_version(dist)
+        name = f"package:{dist}"
+        if simulated and key != "verl":
+            out.append(Check(name, "expected", f"{have or 'not installed'}: NPU image only (pin {pin})"))
+        elif have is None:
+            out.append(Check(name, "fail", f"not installed (pin {pin})", "rebuild the image with `make image-npu`"))
+        elif not same_version(have, pin) and not have.startswith(pin):
+            out.append(Check(name, "fail", f"installed {have}, manifest pins {pin}", "rebuild the image"))
+        else:
+            out.append(Check(name, "ok", have))
+    return out
+
+
+def check_record(record_dir: Path) -> Check:
+    record = record_dir / RECORD_FILE
+    if not record.is_file():
+        return Check("image-record", "warn", f"{record} not found (not running in a verl-recipe image)")
+    try:
+        data = json.loads(record.read_text())
+        recorded: dict[str, str] = data["packages"]
+    except (ValueError, KeyError, TypeError):
+        return Check("image-record", "fail", f"{record} is unreadable", "rebuild the image")
+    now = installed_packages()
+    changed = sorted({k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k) and k != "verl-recipe"})
+    if changed:
+        shown = ", ".join(f"{k} {recorded.get(k, '-')}->{now.get(k, '-')}" for k in changed[:8])
+        return Check(
+            "image-record",
+            "fail",
+            f"{len(changed)} package(s) differ from the image build: {shown}",
+            "packages were changed inside the container: recreate it from the image (`docker compose up` again)",
+        )
+    return Check(
+        "image-record", "ok", f"{len(recorded)} packages as built ({data.get('meta', {}).get('vcs_ref', '?')})"
+    )
+
+
+def count_davinci(dev_dir: Path) -> int:
+    return sum(1 for p in dev_dir.glob("davinci*") if p.name[len("davinci") :].isdigit())
+
+
+def check_npu(manifest: dict[str, Any], env: dict[str, str], simulated: bool, dev_dir: Path) -> list[Check]:
+    expected = int(env.get("NDEVICES_PER_NODE") or manifest.get("host", {}).get("dies_per_node", {}).get("a3", 16))
+    nodes = count_davinci(dev_dir)
+    spec = importlib.util.find_spec("torch_npu")
+    if simulated:
+        detail = "no NPU (simulated runtime)" if spec is None else "torch_npu present, NPU not used (simulated)"
+        return [Check("npu", "expected", f"{detail}; {nodes} /dev/davinci nodes")]
+    if spec is None:
+        return [Check("npu", "fail", "torch_npu is not installed", "use the NPU image (`make image-npu`)")]
+    try:
+        import torch  # noqa: F401
+        import torch_npu  # noqa: F401
+
+        count = int(torch.npu.device_count())
+    except Exception as exc:  # noqa: BLE001 - any import/driver error is the finding itself
+        return [
+            Check(
+                "npu",
+                "fail",
+                f"torch_npu import failed: {type(exc).__name__}: {exc}",
+                "mount the host driver (/usr/local/Ascend/driver) and source CANN set_env.sh in the container",
+            )
+        ]
+    if count == 0:
+        return [
+            Check(
+                "npu",
+                "fail",
+                f"torch_npu sees 0 NPUs ({nodes} /dev/davinci nodes)",
+                "hand the devices to the container (/dev/davinci*, davinci_manager, devmm_svm, hisi_hdc) "
+                "or set ASCEND_VISIBLE_DEVICES with the Ascend Docker runtime",
+            )
+        ]
+    if count != expected:
+        return [
+            Check(
+                "npu",
+                "fail",
+                f"torch_npu sees {count} NPUs, NDEVICES_PER_NODE expects {expected}",
+                "check ASCEND_RT_VISIBLE_DEVICES / ASCEND_VISIBLE_DEVICES and `npu-smi info` health on this host",
+            )
+        ]
+    return [Check("npu", "ok", f"{count} NPUs")]
+
+
+def check_driver(manifest: dict[str, Any], simulated: bool, info: Path) -> Check:
+    need = str(manifest.get("host", {}).get("hdk_min", ""))
+    have = read_driver_version(info)
+    if have is None:
+        if simulated:
+            return Check("driver", "expected", f"no driver ({info} absent; simulated runtime)")
+        return Check(
+            "driver",
+            "fail",
+            f"{info} not found",
+            f"install the Ascend HDK >= {need} on the host and mount /usr/local/Ascend/driver read-only",
+        )
+    try:
+        ok = hdk_key(have) >= hdk_key(need)
+    except ValueError as exc:
+        return Check("driver", "fail", f"{info}: {exc}", f"install HDK >= {need} (driver + firmware)")
+    if not ok:
+        return Check(
+            "driver",
+            "fail",
+            f"driver {have} is older than {need}, which CANN {manifest['base']['cann']['version']} needs",
+            f"upgrade driver + firmware to HDK >= {need} on this host (firmware first when a driver is present)",
+        )
+    return Check("driver", "ok", f"driver {have} >= {need}")
+
+
+def nic_matches(value: str, names: list[str]) -> bool:
+    """HCCL_SOCKET_IFNAME syntax: `eth` prefix, `=eth0` exact, `^...` exclusions, comma lists."""
+    for item in value.split(","):
+        item = item.strip()
+        if not item or item.startswith("^"):
+            return True  # an exclusion list leaves the choice to HCCL
+        if item.startswith("="):
+            if item[1:] in names:
+                return True
+        elif any(n.startswith(item) for n in names):
+            return True
+    return False
+
+
+def check_nics(env: dict[str, str], sys_net: Path) -> list[Check]:
+    out: list[Check] = []
+    names = interfaces(sys_net)
+    for var in NIC_VARS:
+        value = env.get(var, "")
+        if not value:
+            out.append(
+                Check(
+                    f"env:{var}",
+                    "fail",
+                    "not set",
+                    f"set {var} to the cluster NIC in node.env (deploy.yml writes it from a3_cluster_nic)",
+                )
+            )
+        elif names and not nic_matches(value, names):
+            out.append(
+                Check(
+                    f"env:{var}",
+                    "fail",
+                    f"{value!r} matches no interface here ({', '.join(names)})",
+                    f"set {var} to this host's cluster NIC (a3_cluster_nic in the inventory) and redeploy",
+                )
+            )
+        else:
+            out.append(Check(f"env:{var}", "ok", value))
+    if_ip = env.get("HCCL_IF_IP", "")
+    node_ip = env.get("NODE_IP", "")
+    if if_ip:
+        local = local_addresses()
+        if local and if_ip not in local:
+            out.append(
+                Check(
+                    "env:HCCL_IF_IP",
+                    "fail",
+                    f"{if_ip} is not an address of this host ({', '.join(sorted(local))})",
+                    "set HCCL_IF_IP to this host's a3_cluster_ip and redeploy",
+                )
+            )
+        elif node_ip and node_ip != if_ip:
+            out.append(Check("env:HCCL_IF_IP", "fail", f"{if_ip} != NODE_IP {node_ip}", "both must be a3_cluster_ip"))
+        else:
+            out.append(Check("env:HCCL_IF_IP", "ok", if_ip))
+    return out
+
+
+def check_paths(env: dict[str, str]) -> list[Check]:
+    out: list[Check] = []
+    for var in PATH_VARS:
+        value = env.get(var, "")
+        if not value:
+            out.append(Check(f"path:{var}", "fail", "not set", f"set {var} in node.env (deploy.yml writes it)"))
+            continue
+        missing = [p for p in value.split(",") if p and not Path(p).exists()]
+        if missing:
+            out.append(
+                Check(
+                    f"path:{var}",
+                    "fail",
+                    f"{', '.join(missing)} not found",
+                    f"mount the shared storage at the same path on every host and put the files there ({var})",
+                )
+            )
+        else:
+            out.append(Check(f"path:{var}", "ok", value))
+    return out
+
+
+def nearest_existing(path: Path) -> Path:
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_ckpt_space(env: dict[str, str], min_free_gb: float) -> Check:
+    value = env.get("CKPT_DIR", "")
+    if not value:
+        return Check("ckpt-space", "fail", "CKPT_DIR not set", "set CKPT_DIR (on the shared storage) in node.env")
+    base = nearest_existing(Path(value))
+    if not os.access(base, os.W_OK):
+        return Check("ckpt-space", "fail", f"{base} is not writable", f"make {value} writable for the container user")
+    free_gb = shutil.disk_usage(base).free / 1e9
+    if free_gb < min_free_gb:
+        return Check(
+            "ckpt-space",
+            "fail",
+            f"{free_gb:.1f} GB free at {base}, need {min_free_gb:g} GB",
+            "free space on the shared storage or lower --min-free-gb for a smaller model",
+        )
+    return Check("ckpt-space", "ok", f"{free_gb:.1f} GB free at {base}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# record (image build)
+
+
+def installed_packages() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for dist in md.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            out[name] = dist.version
+    return dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
+
+
+def write_record(dest: Path, meta: dict[str, str]) -> int:
+    path = manifest_path()
+    manifest = load_manifest(str(path))
+    dest.mkdir(parents=True, exist_ok=True)
+    freeze = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True
+    ).stdout
+    (dest / FREEZE_FILE).write_text(freeze)
+    pkgs = installed_packages()
+    pins = {}
+    for key, pin in manifest.get("python_packages", {}).items():
+        dist = DIST_NAMES.get(key, key.replace("_", "-"))
+        pins[key] = {"pin": str(pin), "installed": installed_version(dist)}
+    record = {
+        "schema": 1,
+        "manifest_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "python": ".".join(str(x) for x in sys.version_info[:3]),
+        "meta": dict(sorted(meta.items())),
+        "pins": pins,
+        "packages": pkgs,
+        "pip_freeze_sha256": hashlib.sha256(freeze.encode()).hexdigest(),
+    }
+    (dest / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    print(f"recorded {len(pkgs)} packages in {dest / RECORD_FILE} and {dest / FREEZE_FILE}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# main
+
+
+def run_checks(args: argparse.Namespace, env: dict[str, str], simulated: bool) -> list[Check]:
+    try:
+        manifest = load_manifest(str(manifest_path()))
+    except (FileNotFoundError, ValueError) as exc:
+        return [Check("manifest", "fail", str(exc), "set VERL_RECIPE_MANIFEST to the image's versions.yaml")]
+    checks = [Check("manifest", "ok", str(manifest_path()))]
+    checks += check_packages(manifest, simulated)
+    checks.append(check_record(Path(args.record_dir)))
+    checks += check_npu(manifest, env, simulated, Path(args.dev_dir))
+    checks.append(check_driver(manifest, simulated, Path(args.driver_info)))
+    checks += check_nics(env, Path(args.sys_net))
+    checks += check_paths(env)
+    min_free = (
+        args.min_free_gb if args.min_free_gb is not None else (MIN_FREE_GB_SIM if simulated else MIN_FREE_GB_REAL)
+    )
+    checks.append(check_ckpt_space(env, min_free))
+    return checks
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="verl-recipe doctor",
+        description="Check this container against the versions manifest and the cluster contract.",
+        epilog="Exit codes: 0 ok, 1 a check failed (each failure prints its fix), 2 usage error.",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--min-free-gb", type=float, default=None, help="free space needed at CKPT_DIR")
+    p.add_argument("--driver-info", default=str(DRIVER_INFO), help=argparse.SUPPRESS)
+    p.add_argument("--dev-dir", default="/dev", help=argparse.SUPPRESS)
+    p.add_argument("--sys-net", default="/sys/class/net", help=argparse.SUPPRESS)
+    p.add_argument("--record-dir", default=str(IMAGE_RECORD_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--record", metavar="DIR", help="write the image record to DIR (image build) and exit")
+    p.add_argument("--record-meta", action="append", default=[], metavar="KEY=VALUE", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad options and 0 on --help
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    env = dict(os.environ)
+    try:
+        simulated = simulated_from_env(env)
+        if args.min_free_gb is not None and args.min_free_gb < 0:
+            raise UsageError(f"--min-free-gb {args.min_free_gb:g}: must be >= 0")
+        if args.record:
+            meta: dict[str, str] = {}
+            for item in args.record_meta:
+                key, sep, value = item.partition("=")
+                if not sep or not key:
+                    raise UsageError(f"--record-meta {item!r}: expected KEY=VALUE")
+                meta[key] = value
+            return write_record(Path(args.record), meta)
+    except UsageError as exc:
+        print(f"verl-recipe doctor: {exc}", file=sys.stderr)
+        return 2
+    checks = run_checks(args, env, simulated)
+    failed = [c for c in checks if c.status == "fail"]
+    code = 1 if failed else 0
+    if args.json:
+        doc = {"ok": not failed, "exit_code": code, "simulated": simulated, "checks": [asdict(c) for c in checks]}
+        print(json.dumps(doc, indent=2))
+    else:
+        marks = {"ok": " ok ", "warn": "warn", "fail": "FAIL", "expected": "expd"}
+        for c in checks:
+            print(f"[{marks[c.status]}] {c.name}: {c.detail}")
+            if c.fix:
+                print(f"       fix: {c.fix}")
+        print(f"{len(failed)} failed, {len(checks) - len(failed)} passed ({'simulated' if simulated else 'real'} mode)")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""launch: validate, write the run record, run the exact rendered command, report its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .fixtures import make_shared, set_args
+from .helpers import run
+
+# A stand-in for `python3 -m verl.trainer.main_ppo` placed first on PYTHONPATH: it records what it received.
+FAKE_MAIN = """
+import json, os, sys
+out = {"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in ("HCCL_CONNECT_TIMEOUT", "HF_HUB_OFFLINE",
+       "TENSORBOARD_DIR")}}
+print("fake verl started")
+with open(os.environ["FAKE_VERL_OUT"], "w") as f:
+    json.dump(out, f)
+sys.exit(int(os.environ.get("FAKE_VERL_RC", "0")))
+"""
+
+
+@pytest.fixture
+def fake_verl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    pkg = tmp_path / "fakeverl" / "verl" / "trainer"
+    pkg.mkdir(parents=True)
+    for d in (pkg.parent, pkg):
+        (d / "__init__.py").write_text("")
+    (pkg / "main_ppo.py").write_text(FAKE_MAIN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fakeverl"))
+    # `python3` of the launch must be this interpreter's, which has the project installed.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "fake_out.json"
+    monkeypatch.setenv("FAKE_VERL_OUT", str(out))
+    return out
+
+
+def test_launch_writes_run_record_and_runs_rendered_argv(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fake_verl: Path
+) -> None:
+    paths = make_shared(tmp_path / "shared")
+    args = ["qwen3.5-397b", *set_args(paths), "--set", "env.HCCL_CONNECT_TIMEOUT=1234"]
+    rendered = run(capsys, "render", *args, "--json")
+    assert rendered.rc == 0
+    res = run(capsys, "launch", *args)
+    assert res.rc == 0, res.err
+    received = json.loads(fake_verl.read_text())
+    assert received["argv"] == rendered.doc["argv"][3:], "what is launched is exactly what was rendered"
+    assert received["env"]["HCCL_CONNECT_TIMEOUT"] == "1234"
+    assert received["env"]["HF_HUB_OFFLINE"] == "1"
+    runs = list((Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir())
+    assert len(runs) == 1
+    run_dir = runs[0]
+    assert json.loads((run_dir / "launch.json").read_text()) == rendered.doc
+    settings = json.loads((run_dir / "settings.json").read_text())
+    assert settings["settings"]["MODEL_PATH"] == {"value": paths["MODEL_PATH"], "from": "--set"}
+    assert settings["settings"]["TP"]["from"] == "recipe qwen3.5-397b"
+    assert settings["env_from"]["HCCL_CONNECT_TIMEOUT"] == "--set"
+    assert "fake verl started" in (run_dir / "train.log").read_text()
+    assert (run_dir / "exit_code").read_text().strip() == "0"
+    assert "verl.trainer.main_ppo" in (run_dir / "command.sh").read_text()
+
+
+def test_launch_propagates_exit_code(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fake_verl: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = make_shared(tmp_path / "shared")
+    monkeypatch.setenv("FAKE_VERL_RC", "7")
+    res = run(capsys, "launch", "qwen3.5-397b", *set_args(paths))
+    assert res.rc == 7
+
+
+def test_invalid_launch_starts_nothing_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fake_verl: Path
+) -> None:
+    paths = make_shared(tmp_path / "shared")
+    res = run(capsys, "launch", "qwen3.5-397b", *set_args(paths), "--set", "TP=3")
+    assert res.rc == 2
+    assert not fake_verl.exists()
+    assert not Path(paths["LOG_DIR"]).exists()
