@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Fetch every git source of the NPU image at its pinned commit, so the image build needs no GitHub or gitcode.
+
+  fetch  --dest DIR --lock FILE [--mirror BASE]   clone each source at its commit (submodules at their recorded
+                                                  commits, never --remote), write DIR/<name>-<commit12>.tar and
+                                                  DIR/SHA256SUMS, and record everything in FILE (docker/sources.lock)
+  verify --dest DIR --lock FILE                   check DIR against FILE (no network)
+  context --dest DIR --lock FILE --out CTX ...    assemble the NPU build context (sources, locks, CA bundle)
+
+A mirror base URL replaces the host part: with --mirror https://git.example.com/ the source
+https://github.com/vllm-project/vllm.git is fetched from https://git.example.com/github.com/vllm-project/vllm.git
+(submodules too, through git's url.<base>.insteadOf). Tarballs are deterministic (sorted names, fixed owner and
+the commit's time as mtime, no .git), so the same commit gives the same checksum with the same GNU tar.
+A source whose commit is empty in the manifest (ref = a tag) is resolved from the tag and recorded in the lock;
+a tag that resolves to a different commit than the manifest pins is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+HOSTS = ("https://github.com/", "https://gitcode.com/")
+
+
+class SourceError(Exception):
+    """A one-line error naming the source and the fix."""
+
+
+def run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    try:
+        out = subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-1:] or [""]
+        raise SourceError(f"`{' '.join(cmd[:4])} ...` failed: {tail[0]}") from None
+    return out.stdout.strip()
+
+
+def mirror_url(url: str, mirror: str) -> str:
+    if not mirror:
+        return url
+    base = mirror.rstrip("/") + "/"
+    for host in HOSTS:
+        if url.startswith(host):
+            return base + host.removeprefix("https://") + url.removeprefix(host)
+    raise SourceError(f"{url}: no mirror mapping for this host (known: {', '.join(HOSTS)}); fetch it without --mirror")
+
+
+def git_env(mirror: str) -> dict[str, str]:
+    """Environment for git: no prompts, and (with a mirror) every known host rewritten to the mirror."""
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    if mirror:
+        base = mirror.rstrip("/") + "/"
+        pairs = [(f"url.{base}{h.removeprefix('https://')}.insteadOf", h) for h in HOSTS]
+        env["GIT_CONFIG_COUNT"] = str(len(pairs))
+        for i, (key, value) in enumerate(pairs):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def load_sources(manifest: Path) -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(manifest.read_text())
+    sources = data.get("git_sources") if isinstance(data, dict) else None
+    if not isinstance(sources, dict) or not sources:
+        raise SourceError(f"{manifest}: no git_sources table: restore docker/versions.yaml")
+    for name, src in sources.items():
+        if not isinstance(src, dict) or not src.get("url"):
+            raise SourceError(f"git_sources.{name}: url missing in {manifest}")
+        commit = str(src.get("commit") or "")
+        if commit and not SHA_RE.match(commit):
+            raise SourceError(f"git_sources.{name}.commit={commit!r} is not a 40-hex commit: fix the manifest")
+        if not commit and not src.get("ref"):
+            raise SourceError(f"git_sources.{name}: neither commit nor ref: pin a commit in the manifest")
+    return sources
+
+
+def resolve_tag(url: str, ref: str, env: dict[str, str]) -> str:
+    """The commit a tag (or branch) points to now, peeled through annotated tags."""
+    out = run(["git", "ls-remote", url, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"], env=env)
+    refs: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name:
+            refs[name] = sha
+    for key in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}"):
+        if key in refs:
+            return refs[key]
+    raise SourceError(f"{url}: ref {ref!r} not found: check git_sources ref in docker/versions.yaml")
+
+
+def tar_tree(tree: Path, out: Path, mtime: str) -> None:
+    """A deterministic tar of a checkout without .git (GNU tar)."""
+    files = sorted(
+        str(p.relative_to(tree)) for p in tree.rglob("*") if ".git" not in p.relative_to(tree).parts and p != tree
+    )
+    listing = out.with_suffix(".list")
+    listing.write_text("\n".join(files) + "\n")
+    try:
+        run(
+            [
+                "tar",
+                "--no-recursion",
+                "--format=gnu",
+                f"--mtime=@{mtime}",
+                "--owner=0",
+                "--group=0",
+                "--numeric-owner",
+                "--mode=go-w",
+                "-C",
+                str(tree),
+                "-cf",
+                str(out),
+                "-T",
+                str(listing),
+            ]
+        )
+    finally:
+        listing.unlink()
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_one(name: str, src: dict[str, Any], dest: Path, mirror: str) -> dict[str, str]:
+    env = git_env(mirror)
+    url = mirror_url(str(src["url"]), mirror)
+    commit = str(src.get("commit") or "")
+    ref = str(src.get("ref") or "")
+    if ref and not SHA_RE.match(ref) and not commit:
+        commit = resolve_tag(url, ref, env)
+        print(f"sources: {name}: resolved {ref} -> {commit}")
+    with tempfile.TemporaryDirectory(prefix=f"verl-recipe-src-{name}-") as tmp:
+        work = Path(tmp) / name
+        work.mkdir()
+        run(["git", "init", "-q", str(work)], env=env)
+        try:
+            run(["git", "fetch", "-q", "--depth", "1", url, commit], cwd=work, env=env)
+        except SourceError:
+            # Servers that refuse fetching by commit: fetch the ref, then the commit must be in its history.
+            if not ref:
+                raise
+            run(["git", "fetch", "-q", url, ref], cwd=work, env=env)
+        try:
+            run(["git", "checkout", "-q", "--detach", commit], cwd=work, env=env)
+        except SourceError:
+            raise SourceError(f"{name}: commit {commit} not found at {url}: check git_sources.{name}.commit") from None
+        got = run(["git", "rev-parse", "HEAD"], cwd=work, env=env)
+        if got != commit:
+            raise SourceError(f"{name}: checked out {got}, expected {commit}")
+        if (work / ".gitmodules").is_file():
+            # The recorded submodule commits, never --remote (the upstream image's moving-target defect).
+            run(["git", "submodule", "update", "-q", "--init", "--recursive", "--depth", "1"], cwd=work, env=env)
+        tree = run(["git", "rev-parse", "HEAD^{tree}"], cwd=work, env=env)
+        mtime = run(["git", "log", "-1", "--format=%ct", "HEAD"], cwd=work, env=env)
+        subs = (
+            run(["git", "submodule", "status", "--recursive"], cwd=work, env=env)
+            if (work / ".gitmodules").is_file()
+            else ""
+        )
+        out = dest / f"{name}-{commit[:12]}.tar"
+        tmp_out = out.with_suffix(".tar.tmp")
+        tar_tree(work, tmp_out, mtime)
+        tmp_out.replace(out)
+    return {
+        "url": str(src["url"]),
+        "ref": ref,
+        "commit": commit,
+        "tree": tree,
+        "submodules": " ".join(line.split()[0].lstrip("+-U") + ":" + line.split()[1] for line in subs.splitlines()),
+        "archive": out.name,
+        "sha256": sha256(out),
+    }
+
+
+def write_lock(lock: Path, manifest: Path, entries: dict[str, dict[str, str]]) -> None:
+    header = (
+        "# Written by `make sources` (docker/tools/sources.py) from docker/versions.yaml: every git source of the NPU\n"
+        "# image at its exact commit, its tree hash, its submodules and the sha256 of the deterministic tarball.\n"
+        "# The image build checks the tarballs against this file; do not edit by hand.\n"
+    )
+    body = yaml.safe_dump(
+        {"schema": 1, "manifest_sha256": sha256(manifest), "sources": entries}, sort_keys=True, width=200
+    )
+    lock.write_text(header + "---\n" + body)
+
+
+def write_sums(dest: Path, entries: dict[str, dict[str, str]]) -> None:
+    lines = [f"{e['sha256']}  {e['archive']}" for _, e in sorted(entries.items())]
+    (dest / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+
+
+def read_lock(lock: Path) -> dict[str, dict[str, str]]:
+    if not lock.is_file():
+        raise SourceError(f"{lock} not found: run `make sources` on a host that reaches the git servers or a mirror")
+    data = yaml.safe_load(lock.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
+        raise SourceError(f"{lock} is not a sources lock: run `make sources` again")
+    entries: dict[str, dict[str, str]] = data["sources"]
+    return entries
+
+
+def cmd_fetch(a: argparse.Namespace) -> int:
+    manifest = Path(a.manifest)
+    sources = load_sources(manifest)
+    only = set(a.only or [])
+    unknown = only - set(sources)
+    if unknown:
+        raise SourceError(f"--only {sorted(unknown)}: not in git_sources ({', '.join(sources)})")
+    dest = Path(a.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    lock = Path(a.lock)
+    entries = read_lock(lock) if lock.is_file() and only else {}
+    for name, src in sources.items():
+        if only and name not in only:
+            continue
+        entries[name] = fetch_one(name, src, dest, a.mirror or "")
+        print(f"sources: {name} {entries[name]['commit'][:12]} -> {dest / entries[name]['archive']}")
+    write_sums(dest, entries)
+    write_lock(lock, manifest, entries)
+    print(f"sources: {len(entries)} sources in {dest}, recorded in {lock}")
+    return 0
+
+
+def verify(dest: Path, lock: Path, manifest: Path) -> dict[str, dict[str, str]]:
+    entries = read_lock(lock)
+    sources = load_sources(manifest)
+    missing = sorted(set(sources) - set(entries))
+    if missing:
+        raise SourceError(f"{lock} lacks {missing}: run `make sources`")
+    for name, e in sorted(entries.items()):
+        pinned = str(sources.get(name, {}).get("commit") or "")
+        if pinned and pinned != e["commit"]:
+            raise SourceError(f"{name}: {lock} has {e['commit']}, the manifest pins {pinned}: run `make sources`")
+        path = dest / e["archive"]
+        if not path.is_file():
+            raise SourceError(f"{path} missing: run `make sources` (or copy the folder from a host that ran it)")
+        got = sha256(path)
+        if got != e["sha256"]:
+            raise SourceError(f"{path}: sha256 {got} != {e['sha256']} in {lock}: fetch it again with `make sources`")
+    return entries
+
+
+def cmd_verify(a: argparse.Namespace) -> int:
+    entries = verify(Path(a.dest), Path(a.lock), Path(a.manifest))
+    print(f"sources: {len(entries)} tarballs match {a.lock}")
+    return 0
+
+
+def cmd_context(a: argparse.Namespace) -> int:
+    """The NPU build context: sources/, the locks, the CA bundle, the sources lock as JSON for the Dockerfile."""
+    dest, out = Path(a.dest), Path(a.out)
+    entries = verify(dest, Path(a.lock), Path(a.manifest))
+    ca = Path(a.ca_bundle)
+    if not ca.is_file():
+        raise SourceError(f"CA bundle {ca} not found: pass PIP_CA_BUNDLE=<path to a PEM bundle>")
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "sources").mkdir(parents=True)
+    for e in entries.values():
+        target = out / "sources" / e["archive"]
+        try:
+            os.link(dest / e["archive"], target)
+        except OSError:
+            shutil.copyfile(dest / e["archive"], target)
+    write_sums(out / "sources", entries)
+    # name -> archive, for the Dockerfile's extraction step
+    (out / "sources" / "sources.json").write_text(json.dumps({k: v["archive"] for k, v in sorted(entries.items())}))
+    lock_dir = Path(a.lock_dir)
+    (out / "lock").mkdir()
+    for f in sorted(lock_dir.glob("*.lock")):
+        shutil.copyfile(f, out / "lock" / f.name)
+    shutil.copyfile(ca, out / "ca.crt")
+    print(f"sources: NPU build context in {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="sources", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--manifest", default=str(ROOT / "docker" / "versions.yaml"))
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fetch")
+    f.add_argument("--dest", required=True)
+    f.add_argument("--lock", required=True)
+    f.add_argument("--mirror", default="")
+    f.add_argument("--only", action="append", help="fetch only this source (repeatable); others stay in the lock")
+    v = sub.add_parser("verify")
+    v.add_argument("--dest", required=True)
+    v.add_argument("--lock", required=True)
+    c = sub.add_parser("context")
+    c.add_argument("--dest", required=True)
+    c.add_argument("--lock", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--ca-bundle", required=True)
+    c.add_argument("--lock-dir", required=True)
+    a = p.parse_args(argv)
+    try:
+        return {"fetch": cmd_fetch, "verify": cmd_verify, "context": cmd_context}[a.cmd](a)
+    except SourceError as exc:
+        print(f"sources: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+# Images: the simulated runtime, the NPU runtime, the recipe layer on either, their locks and git sources.
+# Every build argument comes from docker/versions.yaml through docker/tools/imagetool.py; docs/image.md explains
+# building online, behind a mirror and offline.
+IMAGETOOL       = $(PY) docker/tools/imagetool.py
+SOURCESTOOL     = $(PY) docker/tools/sources.py
+SOC             ?= a3
+# Mirrors. PIP_INDEX_URL may carry a token: it reaches docker only through the environment (never on a logged
+# command line) and only a throwaway build stage uses it (tests/image/test_canary.py proves it).
+PIP_INDEX_URL   ?= https://pypi.org/simple
+ASCEND_INDEX_URL ?=
+PIP_CA_BUNDLE   ?= /etc/ssl/certs/ca-certificates.crt
+GIT_MIRROR      ?=
+# Where `make sources` puts the fetched git sources (tarballs + SHA256SUMS); kept out of the repository.
+SOURCES_DIR     ?= .cache/sources
+# Local folders that may hold the CPU torch wheel for the simulated runtime (PyPI is the fallback).
+SIM_FIND_LINKS  ?= /opt/wheels
+IMAGE_BUILD_DIR ?= build/image
+SIM_RUNTIME_IMAGE ?= verl-recipe-runtime:sim
+SIM_IMAGE       ?= verl-recipe:sim
+# Read from the manifest only when a recipe needs it (the venv exists by then).
+DEBIAN_SUITE    = $(shell $(IMAGETOOL) get base.debian_suite)
+UV_LOCK         = uv pip compile --quiet --generate-hashes --python-version 3.11
+NPU_PLATFORM    ?= aarch64-manylinux_2_28
+SIM_PLATFORM    ?= x86_64-manylinux_2_28
+GIT_BUILT_NO_EMIT = --no-emit-package verl --no-emit-package vllm --no-emit-package vllm-ascend \
+  --no-emit-package megatron-core --no-emit-package mindspeed --no-emit-package megatron-bridge \
+  --no-emit-package transformers
+
+.PHONY: image-runtime-sim
+image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (classic builder)
+	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
+	$(IMAGETOOL) sim-context $(IMAGE_BUILD_DIR)/sim-runtime --ca-bundle "$(PIP_CA_BUNDLE)" \
+	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d))
+	docker build --force-rm -t $(SIM_RUNTIME_IMAGE) -f docker/sim-runtime/Dockerfile \
+	  $$($(IMAGETOOL) build-args sim-runtime) --build-arg PIP_INDEX_URL $(IMAGE_BUILD_DIR)/sim-runtime
+	$(IMAGETOOL) label-check $(SIM_RUNTIME_IMAGE)
+image-runtime-sim: export PIP_INDEX_URL := $(PIP_INDEX_URL)
+
+.PHONY: image-sim
+image-sim: image-runtime-sim ## Build verl-recipe:sim: the recipe layer on the simulated runtime
+	$(MAKE) --no-print-directory image-recipe RUNTIME_IMAGE=$(SIM_RUNTIME_IMAGE) RECIPE_IMAGE=$(SIM_IMAGE)
+
+# The recipe layer alone (seconds): RUNTIME_IMAGE and RECIPE_IMAGE name the images.
+.PHONY: image-recipe
+image-recipe: venv
+	@test -n "$(RUNTIME_IMAGE)" -a -n "$(RECIPE_IMAGE)" || { echo "image-recipe: set RUNTIME_IMAGE and RECIPE_IMAGE" >&2; exit 2; }
+	docker build -t $(RECIPE_IMAGE) -f docker/recipe/Dockerfile \
+	  $$($(IMAGETOOL) build-args recipe --set RUNTIME_IMAGE=$(RUNTIME_IMAGE)) .
+	$(IMAGETOOL) label-check $(RECIPE_IMAGE)
+
+.PHONY: image-repro-sim
+image-repro-sim: image-sim ## Rebuild the sim runtime without cache and compare the package sets (reproducibility)
+	bash docker/sim-runtime/repro-check.sh $(SIM_IMAGE) $(MAKE)
+
+.PHONY: sources
+sources: venv ## Fetch every git source at its pinned commit into SOURCES_DIR, with checksums (GIT_MIRROR=<base>)
+	$(SOURCESTOOL) fetch --dest $(SOURCES_DIR) --lock docker/sources.lock $(if $(GIT_MIRROR),--mirror $(GIT_MIRROR))
+
+.PHONY: sources-verify
+sources-verify: venv ## Check SOURCES_DIR against docker/sources.lock (no network)
+	$(SOURCESTOOL) verify --dest $(SOURCES_DIR) --lock docker/sources.lock
+
+.PHONY: base-digest
+base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the registry is reachable
+	$(PY) docker/tools/digest.py --soc $(SOC) --manifest docker/versions.yaml
+
+.PHONY: image-runtime-npu
+image-runtime-npu: venv sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
+	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \
+	  --ca-bundle "$(PIP_CA_BUNDLE)" --lock-dir docker/lock
+	docker build --force-rm -t $$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) -f docker/npu/Dockerfile \
+	  $$($(IMAGETOOL) build-args npu --soc $(SOC)) --build-arg PIP_INDEX_URL --build-arg ASCEND_INDEX_URL \
+	  $(IMAGE_BUILD_DIR)/npu
+image-runtime-npu: export PIP_INDEX_URL := $(PIP_INDEX_URL)
+image-runtime-npu: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
+
+.PHONY: image-npu
+image-npu: image-runtime-npu ## Build the NPU image verl-recipe:npu-<version> (runtime + recipe layer; SOC=a3|a2)
+	$(MAKE) --no-print-directory image-recipe RUNTIME_IMAGE=$$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) \
+	  RECIPE_IMAGE=$$($(IMAGETOOL) image-tag npu --soc $(SOC))
+
+.PHONY: lock-sim
+lock-sim: venv ## Re-resolve the simulated runtime's locks from the manifest
+	$(IMAGETOOL) lock-input sim -o docker/sim-runtime/requirements.in
+	$(IMAGETOOL) lock-input sim-verl -o docker/sim-runtime/verl.in
+	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" \
+	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d)) docker/sim-runtime/requirements.in -o docker/sim-runtime/requirements.lock
+	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" \
+	  docker/sim-runtime/requirements.in -o docker/sim-runtime/requirements-pypi.lock
+	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" --no-deps \
+	  docker/sim-runtime/verl.in -o docker/sim-runtime/verl.lock
+
+.PHONY: lock-npu
+lock-npu: venv ## Re-resolve the NPU lock (linux/aarch64, Python 3.11; ASCEND_INDEX_URL=<mirror> for triton-ascend)
+	bash docker/lock/lock.sh write
+
+.PHONY: lock-npu-check
+lock-npu-check: venv ## Fail when the NPU lock no longer resolves to itself or its input changed (needs PyPI)
+	bash docker/lock/lock.sh check
+
+.PHONY: lock-sim-check
+lock-sim-check: venv ## Fail when the sim locks no longer match the manifest (needs PyPI)
+	bash docker/sim-runtime/lock-check.sh
+
+HADOLINT_FILES = $(sort $(wildcard docker/*/Dockerfile))
+
+.PHONY: hadolint
+hadolint: venv ## hadolint every Dockerfile with .hadolint.yaml
+	$(VENV)/bin/hadolint --config .hadolint.yaml $(HADOLINT_FILES)
+
+.PHONY: lint-image
+lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, shell syntax of the image scripts
+	$(VENV)/bin/ruff check docker/tools
+	$(VENV)/bin/ruff format --check docker/tools
+	$(VENV)/bin/mypy --strict docker/tools
+	bash -n docker/sim-runtime/ensure-base.sh docker/sim-runtime/repro-check.sh docker/sim-runtime/lock-check.sh docker/lock/lock.sh
