@@ -1,0 +1,84 @@
+"""Collect every host's preflight result into one table (host, check, found, expected, fix) and one JSON report."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+COLUMNS = ("host", "check", "found", "expected", "fix")
+
+
+def host_rows(name: str, res: Any) -> list[dict[str, Any]]:
+    """Check rows of one host; an unreachable host or a crashed module becomes a single failed row."""
+    if not isinstance(res, dict) or not res:
+        return [_row(name, "ssh", "no result (host skipped)", "reachable over SSH", "check the host and rerun")]
+    if res.get("unreachable"):
+        msg = " ".join(str(res.get("msg", "unreachable")).split())[:160]
+        return [_row(name, "ssh", f"unreachable: {msg}", "reachable over SSH with a known host key",
+                     "check the host is up, ansible_host/ansible_port, and its key in known_hosts")]
+    checks = res.get("checks")
+    if not isinstance(checks, list):
+        msg = " ".join(str(res.get("msg") or res.get("module_stderr") or "module failed").split())[:160]
+        return [_row(name, "preflight", msg, "preflight module runs", "check python3 and sudo on the host")]
+    return [{"host": name, **c} for c in checks]
+
+
+def _row(host: str, check: str, found: str, expected: str, fix: str) -> dict[str, Any]:
+    return {"host": host, "check": check, "ok": False, "found": found, "expected": expected, "fix": fix}
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """Plain-text table with a header; cells are single lines."""
+    table = [list(COLUMNS)] + [[str(r[c]).replace("\n", " ") for c in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in table]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def summarize(nodes: list[str], results: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for name in nodes:
+        rows += host_rows(name, results.get(name))
+    failed = [r for r in rows if not r["ok"]]
+    bad_hosts = sorted({r["host"] for r in failed}, key=nodes.index)
+    healthy = [n for n in nodes if n not in bad_hosts]
+    return {"rows": rows, "failures": failed, "failed_hosts": bad_hosts, "healthy_hosts": healthy}
+
+
+class ActionModule(ActionBase):
+    _requires_connection = False
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        var = args.get("result_var", "preflight_result")
+        nodes = list(task_vars["groups"]["a3_nodes"])
+        hostvars = task_vars["hostvars"]
+        results = {n: (hostvars[n][var] if var in hostvars[n] else None) for n in nodes}
+        summary = summarize(nodes, results)
+        report = args.get("report_file")
+        if report:
+            os.makedirs(os.path.dirname(report), exist_ok=True)
+            with open(report, "w", encoding="utf-8") as fh:
+                json.dump(summary, fh, indent=1)
+        result.update(changed=False, failed_hosts=summary["failed_hosts"], healthy_hosts=summary["healthy_hosts"])
+        result["failures"] = summary["failures"]
+        checks_per_host = len(summary["rows"]) // max(1, len(nodes))
+        healthy = ", ".join(summary["healthy_hosts"]) or "none"
+        if summary["failures"]:
+            result["failed"] = True
+            result["msg"] = (
+                f"PREFLIGHT FAILED: {len(summary['failures'])} problem(s) on {len(summary['failed_hosts'])} of "
+                f"{len(nodes)} hosts ({', '.join(summary['failed_hosts'])}); nothing was changed.\n"
+                + render(summary["failures"])
+                + f"\nhealthy hosts: {healthy}"
+            )
+        else:
+            result["msg"] = f"preflight OK: {len(nodes)} hosts x {checks_per_host} checks passed (healthy hosts: {healthy})"
+        return result
