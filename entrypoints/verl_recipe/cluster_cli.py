@@ -1,15 +1,182 @@
-"""Cluster start-up commands (Ray node, wait, rehearsal); filled in by the cluster module."""
+"""Cluster commands: `node` (a host's Ray service), `wait-cluster`, `train` (wait, validate, rehearse or launch),
+and `prepare-data`."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from .nodeenv import NodeEnv, from_environ
+from .settings import SettingsError
+
+DEFAULT_JOIN_DEADLINE_S = 600.0
+DEFAULT_WAIT_DEADLINE_S = 900.0
 
 
 def add_cluster_commands(sub: Any, add_request_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    return None
+    p_node = sub.add_parser("node", help="run this host's Ray node (head or worker) until stopped")
+    p_node.add_argument("--role", choices=("head", "worker"), required=True)
+    p_node.add_argument(
+        "--join-deadline",
+        type=float,
+        default=DEFAULT_JOIN_DEADLINE_S,
+        help="seconds a worker keeps trying to reach the head",
+    )
+    p_wait = sub.add_parser("wait-cluster", help="wait until N nodes with their dies have joined")
+    p_wait.add_argument("--nodes", type=int, required=True)
+    p_wait.add_argument("--dies", type=int, default=16)
+    p_wait.add_argument("--deadline", type=float, default=DEFAULT_WAIT_DEADLINE_S)
+    p_train = sub.add_parser("train", help="wait for the cluster, validate, write the run record and launch")
+    add_request_args(p_train)
+    p_train.add_argument("--rehearse", action="store_true", help="run the rehearsal instead of the training")
+    p_train.add_argument("--wait-deadline", type=float, default=DEFAULT_WAIT_DEADLINE_S)
+    p_train.add_argument(
+        "--ranks-per-node",
+        type=int,
+        default=0,
+        help="rehearsal ranks per node (default: every die on NPU, 1 in the simulation)",
+    )
+    p_train.add_argument("--tensor-mb", type=float, default=8.0)
+    p_train.add_argument("--iters", type=int, default=5)
+    p_prep = sub.add_parser("prepare-data", help="verify (or, in the simulation, create) the model and data")
+    add_request_args(p_prep)
+    p_prep.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="simulated cluster only: write a config.json, a placeholder weight and data files",
+    )
+
+
+def _connect(ne: NodeEnv) -> Any:
+    import ray
+
+    ray.init(address=ne.gcs_address, logging_level="ERROR", log_to_driver=False)
+    return ray
+
+
+def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
+    from .clusterwait import views_from_ray, wait_for_cluster
+
+    ray = _connect(ne)
+    try:
+        return wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline)
+    finally:
+        ray.shutdown()
+
+
+def start_local_head(ne: NodeEnv) -> None:
+    """A single-node recipe with no cluster running starts its own head in this container."""
+    from .raynode import node_environment, node_resources, ray_start_argv, tcp_reachable
+
+    if tcp_reachable(ne.head_addr, ne.ray_port):
+        return
+    dies, cpus = node_resources(ne)
+    argv = [a for a in ray_start_argv("head", ne, dies, cpus, dashboard=False) if a != "--block"]
+    print(
+        f"{ne.name}: no Ray cluster at {ne.gcs_address}; starting a head here for this single-node run", file=sys.stderr
+    )
+    subprocess.run(argv, env=node_environment(ne, dies), check=True)
+
+
+def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
+    from .cli import EXIT_BAD_INPUT, prepare, request_of
+
+    ne = from_environ()
+    # verl is pointed at this cluster's head explicitly, never at whatever `auto` finds.
+    os.environ.setdefault("RAY_ADDRESS", ne.gcs_address)
+    req = request_of(ns, extra)
+    launch, resolved, problems = prepare(req)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        print(f"{len(problems)} problem(s) in {req.recipe}; nothing was started", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    v = resolved.values
+    nnodes, dies = int(v["NNODES"]), int(v["NDEVICES_PER_NODE"])
+    if nnodes == 1:
+        start_local_head(ne)
+    from .clusterwait import views_from_ray, wait_for_cluster
+
+    ray = _connect(ne)
+    try:
+        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, ns.wait_deadline)
+        if rc:
+            return rc
+        if ns.rehearse:
+            return run_rehearsal(ray, ns, ne, resolved.values)
+    finally:
+        ray.shutdown()
+    from .launcher import run_launch
+
+    return run_launch(launch, resolved, {"cluster": ne.gcs_address})
+
+
+def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any]) -> int:
+    from .rehearse import format_report, rehearse, write_report
+    from .render import experiment_dir
+
+    device = "npu" if v["DEVICE"] == "npu" and not ne.simulated else "cpu"
+    ranks = ns.ranks_per_node or (int(v["NDEVICES_PER_NODE"]) if device == "npu" else 1)
+    paths = {
+        "read": [str(v["MODEL_PATH"]), *v["TRAIN_FILES"], *v["VAL_FILES"]],
+        "write": [str(v["CKPT_DIR"]), str(v["LOG_DIR"])],
+    }
+    reports, summary = rehearse(
+        ray,
+        nnodes=int(v["NNODES"]),
+        dies=int(v["NDEVICES_PER_NODE"]),
+        device=device,
+        paths=paths,
+        names={ip: name for name, ip in ne.cluster},
+        ranks_per_node=ranks,
+        tensor_mb=ns.tensor_mb,
+        iters=ns.iters,
+        timeout_s=ns.wait_deadline,
+    )
+    print(format_report(reports, summary))
+    out = Path(experiment_dir(str(v["LOG_DIR"]), v)) / "rehearsals" / f"{int(summary.get('nnodes', 0))}-nodes.json"
+    write_report(out, reports, summary)
+    print(f"rehearsal report: {out}", file=sys.stderr)
+    failed = "error" in summary or any(r.problems for r in reports)
+    return 1 if failed else 0
+
+
+def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:
+    from .assets import prepare_assets
+    from .cli import request_of
+    from .resolve import resolve
+
+    req = request_of(ns, extra)
+    recipe, resolved = resolve(req)
+    simulated = os.environ.get("VERL_RECIPE_SIMULATED") == "1"
+    if ns.synthetic and not simulated:
+        raise SettingsError(
+            "prepare-data --synthetic writes placeholder weights: only on the simulated cluster "
+            "(VERL_RECIPE_SIMULATED=1); fix: place the real checkpoint and data on shared storage"
+        )
+    problems = prepare_assets(recipe, resolved.values, synthetic=ns.synthetic)
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 2 if problems else 0
 
 
 def run_cluster_command(ns: argparse.Namespace, extra: list[str]) -> int:
+    from .raynode import NodeError, run_node
+
+    try:
+        if ns.cmd == "node":
+            return run_node(ns.role, from_environ(), ns.join_deadline)
+        if ns.cmd == "wait-cluster":
+            return cmd_wait(from_environ(), ns.nodes, ns.dies, ns.deadline)
+        if ns.cmd == "train":
+            return cmd_train(ns, extra)
+        if ns.cmd == "prepare-data":
+            return cmd_prepare_data(ns, extra)
+    except (SettingsError, NodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     raise SystemExit(f"unknown command {ns.cmd}")

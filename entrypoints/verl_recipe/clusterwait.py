@@ -1,0 +1,134 @@
+"""Wait until the cluster can hold the job, through Ray's API; give up on a deadline naming who is missing."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .raynode import CPUS_PER_DIE
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    ip: str
+    npu_total: float
+    npu_available: float
+    cpu_total: float
+    alive: bool = True
+
+
+@dataclass
+class Assessment:
+    ready: bool
+    line: str
+    fatal: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+def views_from_ray(ray: Any) -> list[NodeView]:
+    available = ray._private.state.available_resources_per_node()  # noqa: SLF001 - what verl itself reads
+    out = []
+    for n in ray.nodes():
+        res = n.get("Resources", {})
+        avail = available.get(n["NodeID"], {})
+        out.append(
+            NodeView(
+                name=n.get("NodeName") or n["NodeManagerAddress"],
+                ip=n["NodeManagerAddress"],
+                npu_total=float(res.get("NPU", 0)),
+                npu_available=float(avail.get("NPU", 0)),
+                cpu_total=float(res.get("CPU", 0)),
+                alive=bool(n.get("Alive")),
+            )
+        )
+    return out
+
+
+def assess(views: list[NodeView], expected: tuple[tuple[str, str], ...], need_nodes: int, dies: int) -> Assessment:
+    """Ready when `need_nodes` joined nodes each offer `dies` free NPUs and 3 CPUs per die."""
+    need_cpu = CPUS_PER_DIE * dies
+    good, short, held = [], [], []
+    alive_ips = {v.ip for v in views if v.alive}
+    left = sorted({f"{v.name} ({v.ip})" for v in views if not v.alive and v.ip not in alive_ips})
+    views = [v for v in views if v.alive]
+    for v in views:
+        label = f"{v.name} ({v.ip})" if v.name != v.ip else v.ip
+        if v.npu_total < dies or v.cpu_total < need_cpu:
+            short.append(
+                f"{label} joined with {v.npu_total:g} NPU / {v.cpu_total:g} CPU, needs {dies} NPU / {need_cpu} CPU"
+            )
+        elif v.npu_available < v.npu_total:
+            held.append(f"{label} has {v.npu_total - v.npu_available:g} of {v.npu_total:g} NPU held by another job")
+        else:
+            good.append(v)
+    joined_ips = {v.ip for v in views}
+    missing = [f"{name} ({ip})" for name, ip in expected if ip not in joined_ips]
+    line = (
+        f"cluster: {len(good)}/{need_nodes} nodes ready, {int(sum(v.npu_total for v in good))}/{need_nodes * dies} dies"
+    )
+    if missing:
+        line += f"; missing: {', '.join(missing[:8])}" + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+    if short or held:
+        line += "; " + "; ".join(short + held)
+    if len(good) >= need_nodes:
+        return Assessment(True, line, missing=missing)
+    if left:
+        return Assessment(
+            False,
+            line,
+            fatal=f"{', '.join(left)} joined and then left the cluster; fix: look at that "
+            "host's ray-worker log and restart it",
+            missing=missing,
+        )
+    # A joined node never gains NPUs or CPUs, so waiting cannot fix a short node that the job needs.
+    if short and len(views) >= max(need_nodes, len(expected)):
+        return Assessment(
+            False,
+            line,
+            fatal="; ".join(short) + "; fix: restart that node with all its dies "
+            "(check `npu-smi info` and the container's devices)",
+            missing=missing,
+        )
+    return Assessment(False, line, missing=missing)
+
+
+def wait_for_cluster(
+    snapshot: Callable[[], list[NodeView]],
+    expected: tuple[tuple[str, str], ...],
+    need_nodes: int,
+    dies: int,
+    deadline_s: float,
+    poll_s: float = 2.0,
+    report_every_s: float = 10.0,
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """0 when ready; 3 on the deadline or a node that can never fit, with one line naming the culprits."""
+    start = now()
+    last_report = -report_every_s
+    while True:
+        a = assess(snapshot(), expected, need_nodes, dies)
+        elapsed = now() - start
+        if a.ready:
+            print(f"{a.line} - ready after {elapsed:.1f} s", file=sys.stderr, flush=True)
+            return 0
+        if a.fatal:
+            print(f"error: {a.fatal}", file=sys.stderr, flush=True)
+            return 3
+        if elapsed >= deadline_s:
+            who = ", ".join(a.missing) if a.missing else a.line
+            print(
+                f"error: cluster not ready after {deadline_s:.0f} s: {who}; fix: start the Ray node service on "
+                "those hosts (deploy.yml --tags ray) and check they reach the head",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 3
+        if elapsed - last_report >= report_every_s:
+            print(f"waiting: {a.line}", file=sys.stderr, flush=True)
+            last_report = elapsed
+        sleep(poll_s)

@@ -1,0 +1,149 @@
+"""Start this host's Ray node: the right resources, the environment exported first, deadlines, clean stop.
+
+No broad kills or wipes: the node stops the one `ray start --block` process it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from .nodeenv import NodeEnv
+
+CPUS_PER_DIE = 3  # verl 0.8.0 bundles: {"CPU": 3, "NPU": 1} per die (max_colocate_count)
+_DIE = re.compile(r"^davinci(\d+)$")
+
+
+class NodeError(RuntimeError):
+    """A one-line reason this node cannot start, with the fix."""
+
+
+def count_dies(dev_dir: str) -> list[int]:
+    """Die ids with a device node. Ray's own fallback globs /dev/davinci? and so misses dies 10-15."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for n in names if (m := _DIE.match(n)))
+
+
+def node_resources(ne: NodeEnv) -> tuple[int, int]:
+    dies = count_dies(ne.dev_dir)
+    if len(dies) < ne.dies:
+        absent = sorted(set(range(ne.dies)) - set(dies))
+        raise NodeError(
+            f"{ne.name}: {len(dies)} NPU dies visible in {ne.dev_dir}, {ne.dies} expected (missing "
+            f"{', '.join(f'davinci{i}' for i in absent[:4])}); fix: check `npu-smi info` on {ne.name} and "
+            "the devices handed to the container"
+        )
+    cpus = ne.num_cpus if ne.num_cpus is not None else (os.cpu_count() or 1)
+    if cpus < CPUS_PER_DIE * ne.dies:
+        raise NodeError(
+            f"{ne.name}: {cpus} CPUs for Ray, but verl needs {CPUS_PER_DIE} per die ({CPUS_PER_DIE * ne.dies}) "
+            "or its placement group waits forever; fix: give the node more CPUs or set RAY_NUM_CPUS"
+        )
+    return ne.dies, cpus
+
+
+def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool) -> list[str]:
+    argv = [
+        "ray",
+        "start",
+        "--block",
+        f"--node-ip-address={ne.ip}",
+        f"--num-cpus={cpus}",
+        f"--resources={json.dumps({'NPU': dies}, separators=(',', ':'))}",
+        f"--node-name={ne.name}",
+        "--disable-usage-stats",
+    ]
+    if role == "head":
+        argv += ["--head", f"--port={ne.ray_port}"]
+        # Listen on the cluster interface only, never 0.0.0.0.
+        argv += [
+            f"--include-dashboard={'true' if dashboard else 'false'}",
+            f"--dashboard-host={ne.ip}",
+            f"--dashboard-port={ne.dashboard_port}",
+        ]
+    else:
+        argv += [f"--address={ne.gcs_address}"]
+    return argv
+
+
+def node_environment(ne: NodeEnv, dies: int) -> dict[str, str]:
+    """Exported before `ray start`: Ray workers inherit the raylet's environment, not the driver's."""
+    env = dict(os.environ)
+    env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+    env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
+    return env
+
+
+def tcp_reachable(host: str, port: int, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def dashboard_available() -> bool:
+    try:
+        import aiohttp  # noqa: F401  - the dashboard needs ray[default]'s extras
+    except ImportError:
+        return False
+    return True
+
+
+def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = None) -> int:
+    dies, cpus = node_resources(ne)
+    env = node_environment(ne, dies)
+    argv = ray_start_argv(role, ne, dies, cpus, dashboard_available())
+    deadline = time.monotonic() + join_deadline_s
+    delay = 1.0
+    stopping = threading.Event()
+    proc: subprocess.Popen[bytes] | None = None
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        stopping.set()
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"{ne.name}: starting Ray {role} with {dies} NPU and {cpus} CPU at {ne.ip}", file=sys.stderr, flush=True)
+    while not stopping.is_set():
+        if role == "worker" and not tcp_reachable(ne.head_addr, ne.ray_port):
+            if time.monotonic() > deadline:
+                print(
+                    f"error: {ne.name}: Ray head {ne.gcs_address} not reachable after {join_deadline_s:.0f} s; fix: "
+                    f"start ray-head on the head host and check the firewall for port {ne.ray_port}",
+                    file=sys.stderr,
+                )
+                return 3
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
+            continue
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, env=env)
+        rc = proc.wait()
+        if stopping.is_set():
+            break
+        # A worker whose head went away, or that raced the head's start-up, tries again until its deadline.
+        if role == "worker" and time.monotonic() < deadline and time.monotonic() - started < 60:
+            print(f"{ne.name}: ray start exited with {rc}; retrying in {delay:.0f} s", file=sys.stderr, flush=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
+            continue
+        return rc if rc else 1
+    if proc is not None:
+        proc.wait()
+    print(f"{ne.name}: Ray node stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,269 @@
+"""The rehearsal: verl's placement groups, a probe in every bundle, a real all-reduce, and a report.
+
+It proves the cluster can run the job before 256 dies are committed: the same STRICT_PACK groups verl builds
+(one per node, one {"CPU": 3, "NPU": 1} bundle per die), then per bundle the host, visible devices, environment
+and shared paths, then a collective across the cluster (HCCL on NPU, gloo in the simulation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .raynode import CPUS_PER_DIE
+
+# What each worker must have inherited from its raylet (node.env, exported before `ray start`).
+NODE_ENV_KEYS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
+
+
+@dataclass
+class NodeReport:
+    node: str
+    ip: str
+    bundles: int = 0
+    problems: list[str] = field(default_factory=list)
+    allreduce_ms: float | None = None
+    algbw_gbps: float | None = None
+    busbw_gbps: float | None = None
+
+
+def probe(paths: dict[str, list[str]], env_keys: tuple[str, ...]) -> dict[str, Any]:
+    """Runs in one bundle: what this worker sees."""
+    import ray
+
+    problems = []
+    for key in env_keys:
+        if not os.environ.get(key):
+            problems.append(f"{key} not set in the worker environment")
+    for p in paths.get("read", []):
+        if not os.path.exists(p):
+            problems.append(f"{p} missing")
+    for p in paths.get("write", []):
+        probe_dir = p
+        while not os.path.exists(probe_dir) and probe_dir != os.path.dirname(probe_dir):
+            probe_dir = os.path.dirname(probe_dir)
+        if not os.access(probe_dir, os.W_OK):
+            problems.append(f"{p} not writable")
+    ids = ray.get_runtime_context().get_accelerator_ids().get("NPU", [])
+    return {
+        "host": socket.gethostname(),
+        "ip": ray.util.get_node_ip_address(),
+        "npu_ids": list(ids),
+        "visible": os.environ.get("ASCEND_RT_VISIBLE_DEVICES", ""),
+        "problems": problems,
+    }
+
+
+class AllReduceRank:
+    """One rank of the rehearsal collective."""
+
+    def __init__(self, rank: int, world: int, device: str) -> None:
+        self.rank, self.world, self.device = rank, world, device
+
+    def address(self) -> tuple[str, int]:
+        import ray
+
+        ip = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind((ip, 0))
+            return ip, int(s.getsockname()[1])
+
+    def run(self, master: tuple[str, int], numel: int, iters: int, timeout_s: float) -> dict[str, Any]:
+        import datetime
+
+        import ray
+        import torch
+        import torch.distributed as dist
+
+        host, port = master
+        deadline = time.monotonic() + timeout_s
+        while True:  # the master port must be reachable from every node before the collective starts
+            try:
+                with socket.create_connection((host, port), timeout=2):
+                    break
+            except OSError as exc:
+                if self.rank == 0:
+                    break
+                if time.monotonic() > deadline:
+                    return {
+                        "rank": self.rank,
+                        "ip": ray.util.get_node_ip_address(),
+                        "error": f"master {host}:{port} unreachable: {exc}",
+                    }
+                time.sleep(0.5)
+        if self.device == "npu":
+            import torch_npu  # noqa: F401 - registers the NPU device and HCCL
+
+            local = int(ray.get_runtime_context().get_accelerator_ids()["NPU"][0])
+            torch.npu.set_device(local)  # type: ignore[attr-defined]
+            backend, dev = "hccl", f"npu:{local}"
+        else:
+            backend, dev = "gloo", "cpu"
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://{host}:{port}",
+            rank=self.rank,
+            world_size=self.world,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+        try:
+            x = torch.ones(numel, dtype=torch.float32, device=dev)
+            dist.all_reduce(x)  # warm-up, and the correctness check below
+            ok = bool(float(x[0].item()) == float(self.world))
+            times = []
+            for _ in range(iters):
+                dist.barrier()
+                t = time.perf_counter()
+                dist.all_reduce(x)
+                if self.device == "npu":
+                    torch.npu.synchronize()  # type: ignore[attr-defined]
+                times.append(time.perf_counter() - t)
+        finally:
+            dist.destroy_process_group()
+        return {
+            "rank": self.rank,
+            "ip": ray.util.get_node_ip_address(),
+            "seconds": statistics.median(times),
+            "correct": ok,
+        }
+
+
+def _wait_ready(ray: Any, pgs: list[Any], timeout_s: float) -> list[int]:
+    """Indexes of the groups that could not be placed in time."""
+    refs = [pg.ready() for pg in pgs]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    done = set(ready)
+    return [i for i, ref in enumerate(refs) if ref not in done]
+
+
+def rehearse(
+    ray: Any,
+    *,
+    nnodes: int,
+    dies: int,
+    device: str,
+    paths: dict[str, list[str]],
+    names: dict[str, str],
+    ranks_per_node: int,
+    tensor_mb: float,
+    iters: int,
+    timeout_s: float,
+) -> tuple[list[NodeReport], dict]:
+    from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    t0 = time.perf_counter()
+    pgs = [placement_group([{"CPU": CPUS_PER_DIE, "NPU": 1}] * dies, strategy="STRICT_PACK") for _ in range(nnodes)]
+    summary: dict[str, Any] = {"nnodes": nnodes, "dies_per_node": dies, "device": device}
+    try:
+        not_ready = _wait_ready(ray, pgs, timeout_s)
+        if not_ready:
+            summary["error"] = (
+                f"{len(not_ready)} of {nnodes} placement groups of {dies} x {{CPU: {CPUS_PER_DIE}, NPU: "
+                f"1}} could not be placed in {timeout_s:.0f} s: verl would block forever here"
+            )
+            return [], summary
+        summary["placement_s"] = round(time.perf_counter() - t0, 3)
+        node_of: list[str] = []
+        by_id = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+        for pg in pgs:
+            bundle_nodes = placement_group_table(pg)["bundles_to_node_id"]
+            node_of.append(by_id.get(bundle_nodes[0], "?"))
+        reports = {ip: NodeReport(node=names.get(ip, ip), ip=ip) for ip in node_of}
+
+        # One probe per bundle, a wave of one bundle index at a time so Ray reuses a few worker processes.
+        t1 = time.perf_counter()
+        remote_probe = ray.remote(num_cpus=1, resources={"NPU": 1})(probe)
+        for b in range(dies):
+            refs = [
+                remote_probe.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, b)).remote(
+                    paths, NODE_ENV_KEYS
+                )
+                for pg in pgs
+            ]
+            for pg_index, result in enumerate(ray.get(refs, timeout=timeout_s)):
+                r = reports[node_of[pg_index]]
+                r.bundles += 1
+                if result["ip"] != node_of[pg_index]:
+                    r.problems.append(f"bundle {b} ran on {result['ip']}, not in its STRICT_PACK group's node")
+                if device == "npu" and not result["npu_ids"]:
+                    r.problems.append(f"bundle {b}: no NPU id assigned by Ray")
+                r.problems += [f"bundle {b}: {p}" for p in result["problems"] if f"bundle {b}" not in p]
+        for r in reports.values():
+            r.problems = _dedupe(r.problems)
+        summary["probe_s"] = round(time.perf_counter() - t1, 3)
+
+        # The collective: ranks_per_node ranks on every node, rank 0 on the first group.
+        t2 = time.perf_counter()
+        world = nnodes * ranks_per_node
+        actor_cls = ray.remote(num_cpus=1, resources={"NPU": 1})(AllReduceRank)
+        actors: list[Any] = []
+        actor_ip: list[str] = []
+        for pg_index, pg in enumerate(pgs):
+            for j in range(ranks_per_node):
+                strategy = PlacementGroupSchedulingStrategy(pg, j)
+                actors.append(actor_cls.options(scheduling_strategy=strategy).remote(len(actors), world, device))
+                actor_ip.append(node_of[pg_index])
+        master = ray.get(actors[0].address.remote(), timeout=timeout_s)
+        numel = max(1, int(tensor_mb * 1e6 / 4))
+        results = ray.get([a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout=timeout_s * 2)
+        for a in actors:
+            ray.kill(a)
+        summary.update(
+            world=world,
+            tensor_mb=tensor_mb,
+            iters=iters,
+            collective_s=round(time.perf_counter() - t2, 3),
+            backend="hccl" if device == "npu" else "gloo",
+        )
+        per_node: dict[str, list[float]] = {}
+        for res, ip in zip(results, actor_ip, strict=True):
+            if "error" in res:
+                reports[ip].problems.append(res["error"])
+                continue
+            if not res["correct"]:
+                reports[ip].problems.append(f"rank {res['rank']}: all-reduce gave a wrong sum")
+            per_node.setdefault(ip, []).append(res["seconds"])
+        nbytes = numel * 4
+        for ip, secs in per_node.items():
+            t = statistics.median(secs)
+            r = reports[ip]
+            r.allreduce_ms = round(t * 1e3, 3)
+            r.algbw_gbps = round(nbytes / t / 1e9, 4)
+            r.busbw_gbps = round(r.algbw_gbps * 2 * (world - 1) / world, 4) if world > 1 else r.algbw_gbps
+        summary["total_s"] = round(time.perf_counter() - t0, 3)
+        return sorted(reports.values(), key=lambda r: r.node), summary
+    finally:
+        for pg in pgs:
+            remove_placement_group(pg)
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def format_report(reports: list[NodeReport], summary: dict[str, Any]) -> str:
+    lines = [
+        f"rehearsal: {summary.get('nnodes')} nodes x {summary.get('dies_per_node')} bundles, "
+        f"{summary.get('backend', '?')} all-reduce of {summary.get('tensor_mb', '?')} MB over "
+        f"{summary.get('world', '?')} ranks, {summary.get('total_s', '?')} s in all"
+    ]
+    lines.append(f"{'node':<12} {'ip':<15} {'bundles':>7} {'allreduce_ms':>12} {'busbw_GB/s':>10}  problems")
+    for r in reports:
+        ms = f"{r.allreduce_ms:.2f}" if r.allreduce_ms is not None else "-"
+        bw = f"{r.busbw_gbps:.3f}" if r.busbw_gbps is not None else "-"
+        lines.append(f"{r.node:<12} {r.ip:<15} {r.bundles:>7} {ms:>12} {bw:>10}  {'; '.join(r.problems) or 'ok'}")
+    if "error" in summary:
+        lines.append(f"error: {summary['error']}")
+    return "\n".join(lines)
+
+
+def write_report(path: Path, reports: list[NodeReport], summary: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"summary": summary, "nodes": [asdict(r) for r in reports]}, indent=2) + "\n")
