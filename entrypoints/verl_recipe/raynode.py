@@ -102,10 +102,39 @@ def dashboard_available() -> bool:
     return True
 
 
+def node_log_path(ne: NodeEnv, environ: dict[str, str] | None = None) -> Path | None:
+    """Each node's Ray log lands on shared storage beside the runs, so one place holds a run's story."""
+    root = (environ if environ is not None else os.environ).get("LOG_DIR")
+    return Path(root) / "nodes" / f"{ne.name}.log" if root else None
+
+
+def _pump(proc: subprocess.Popen[bytes], log: Path | None) -> int:
+    assert proc.stdout is not None
+    sink = None
+    if log is not None:
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            sink = open(log, "ab")  # noqa: SIM115 - closed below, after the process ends
+        except OSError as exc:
+            print(f"warning: cannot write the node log {log}: {exc}", file=sys.stderr)
+    try:
+        for chunk in iter(proc.stdout.readline, b""):
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.flush()
+            if sink is not None:
+                sink.write(chunk)
+                sink.flush()
+        return proc.wait()
+    finally:
+        if sink is not None:
+            sink.close()
+
+
 def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = None) -> int:
     dies, cpus = node_resources(ne)
     env = node_environment(ne, dies)
     argv = ray_start_argv(role, ne, dies, cpus, dashboard_available())
+    log = log or node_log_path(ne)
     deadline = time.monotonic() + join_deadline_s
     delay = 1.0
     stopping = threading.Event()
@@ -132,8 +161,8 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
             delay = min(delay * 2, 15.0)
             continue
         started = time.monotonic()
-        proc = subprocess.Popen(argv, env=env)
-        rc = proc.wait()
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        rc = _pump(proc, log)
         if stopping.is_set():
             break
         # A worker whose head went away, or that raced the head's start-up, tries again until its deadline.
