@@ -14,7 +14,12 @@ GIT_MIRROR      ?=
 SOURCES_DIR     ?= .cache/sources
 # Local folders that may hold the CPU torch wheel for the simulated runtime (PyPI is the fallback).
 SIM_FIND_LINKS  ?= /opt/wheels
+# Offline: a folder with every locked file of the sim runtime (`make wheels-sim` fills it); the build then never
+# contacts an index.
+SIM_WHEELHOUSE  ?=
 IMAGE_BUILD_DIR ?= build/image
+# Extra `docker build` flags for the runtime images (image-repro-sim passes --no-cache).
+DOCKER_BUILD_EXTRA ?=
 SIM_RUNTIME_IMAGE ?= verl-recipe-runtime:sim
 SIM_IMAGE       ?= verl-recipe:sim
 # Read from the manifest only when a recipe needs it (the venv exists by then).
@@ -30,11 +35,20 @@ GIT_BUILT_NO_EMIT = --no-emit-package verl --no-emit-package vllm --no-emit-pack
 image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (classic builder)
 	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
 	$(IMAGETOOL) sim-context $(IMAGE_BUILD_DIR)/sim-runtime --ca-bundle "$(PIP_CA_BUNDLE)" \
-	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d))
-	docker build --force-rm -t $(SIM_RUNTIME_IMAGE) -f docker/sim-runtime/Dockerfile \
-	  $$($(IMAGETOOL) build-args sim-runtime) --build-arg PIP_INDEX_URL $(IMAGE_BUILD_DIR)/sim-runtime
+	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d)) $(if $(SIM_WHEELHOUSE),--wheelhouse $(SIM_WHEELHOUSE))
+	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $(SIM_RUNTIME_IMAGE) -f docker/sim-runtime/Dockerfile \
+	  $$($(IMAGETOOL) build-args sim-runtime) --build-arg PIP_INDEX_URL \
+	  $(if $(SIM_WHEELHOUSE),--build-arg PIP_NO_INDEX=1) $(IMAGE_BUILD_DIR)/sim-runtime
 	$(IMAGETOOL) label-check $(SIM_RUNTIME_IMAGE)
 image-runtime-sim: export PIP_INDEX_URL := $(PIP_INDEX_URL)
+
+.PHONY: wheels-sim
+wheels-sim: venv ## Download every locked file of the sim runtime into SIM_WHEELHOUSE (for offline builds)
+	@test -n "$(SIM_WHEELHOUSE)" || { echo "wheels-sim: set SIM_WHEELHOUSE=<folder>" >&2; exit 2; }
+	mkdir -p $(SIM_WHEELHOUSE)
+	# The host's pip, on the same platform as the image (x86_64, CPython 3.11); sdists are kept as sdists.
+	python3 -m pip download --quiet --no-deps --require-hashes \
+	  --dest $(SIM_WHEELHOUSE) -r docker/sim-runtime/requirements.lock -r docker/sim-runtime/verl.lock
 
 .PHONY: image-sim
 image-sim: image-runtime-sim ## Build verl-recipe:sim: the recipe layer on the simulated runtime
@@ -68,7 +82,7 @@ base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the reg
 image-runtime-npu: venv sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
 	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \
 	  --ca-bundle "$(PIP_CA_BUNDLE)" --lock-dir docker/lock
-	docker build --force-rm -t $$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) -f docker/npu/Dockerfile \
+	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) -f docker/npu/Dockerfile \
 	  $$($(IMAGETOOL) build-args npu --soc $(SOC)) --build-arg PIP_INDEX_URL --build-arg ASCEND_INDEX_URL \
 	  $(IMAGE_BUILD_DIR)/npu
 image-runtime-npu: export PIP_INDEX_URL := $(PIP_INDEX_URL)

@@ -74,14 +74,24 @@ def git(*args: str) -> str:
     return out.stdout.strip()
 
 
-def source_date_epoch() -> int:
-    """SOURCE_DATE_EPOCH from the environment, else the last commit's time: the same inputs give the same value."""
+# The inputs of each image: its SOURCE_DATE_EPOCH is the time of the last commit touching them, so a commit
+# elsewhere in the repository does not invalidate the heavy runtime layers.
+EPOCH_PATHS = {
+    "sim-runtime": ("docker/sim-runtime", "docker/versions.yaml"),
+    "npu": ("docker/npu", "docker/lock", "docker/versions.yaml", "docker/sources.lock"),
+    "recipe": (),
+}
+
+
+def source_date_epoch(target: str = "recipe") -> int:
+    """SOURCE_DATE_EPOCH from the environment, else the last commit time of the target's inputs."""
     env = os.environ.get("SOURCE_DATE_EPOCH", "")
     if env:
         if not env.isdigit():
             raise UsageError(f"SOURCE_DATE_EPOCH={env!r} is not a whole number of seconds: unset it or fix it")
         return int(env)
-    stamp = git("log", "-1", "--format=%ct")
+    paths = EPOCH_PATHS.get(target, ())
+    stamp = git("log", "-1", "--format=%ct", *(["--", *paths] if paths else []))
     return int(stamp) if stamp.isdigit() else 0
 
 
@@ -105,8 +115,8 @@ def sim_pins() -> dict[str, Any]:
     return load_yaml(SIM_PINS)
 
 
-def common_args(m: dict[str, Any]) -> dict[str, str]:
-    epoch = source_date_epoch()
+def common_args(m: dict[str, Any], target: str) -> dict[str, str]:
+    epoch = source_date_epoch(target)
     return {
         "SOURCE_DATE_EPOCH": str(epoch),
         "IMAGE_CREATED": rfc3339(epoch),
@@ -140,7 +150,7 @@ def soc_args(m: dict[str, Any], soc: str) -> dict[str, str]:
 
 def build_args(target: str, soc: str, overrides: dict[str, str]) -> dict[str, str]:
     m = manifest()
-    args = common_args(m)
+    args = common_args(m, target)
     pk = m["python_packages"]
     if target == "sim-runtime":
         args |= {
@@ -231,7 +241,7 @@ def lock_input(kind: str) -> str:
         except KeyError as exc:
             raise UsageError(f"{NPU_TEMPLATE} names {exc}, missing in python_packages: add it") from None
     if kind == "npu-ascend":
-        return head + f"torch=={pk['torch']}\ntriton-ascend=={pk['triton_ascend']}\n"
+        return head + f"triton-ascend=={pk['triton_ascend']}\n"
     raise UsageError(f"lock input {kind!r} is unknown: use npu, npu-ascend, sim or sim-verl")
 
 
@@ -275,7 +285,58 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def sim_context(dest: Path, find_links: list[Path], ca_bundle: Path) -> int:
+def locked_hashes(lock: Path) -> set[str]:
+    return {
+        line.strip().removeprefix("--hash=sha256:").rstrip("\\").strip()
+        for line in lock.read_text().splitlines()
+        if line.strip().startswith("--hash=sha256:")
+    }
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def locked_files(lock: Path) -> dict[str, set[str]]:
+    """Package name -> its allowed sha256 hashes, for every entry of a hashed lock."""
+    out: dict[str, set[str]] = {}
+    for line in lock.read_text().splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            name = line.split("==")[0].split("[")[0].lower()
+            out[name] = lock_hashes(lock, name)[1]
+    return out
+
+
+def add_wheelhouse(dest: Path, wheelhouse: Path, locks: list[Path]) -> None:
+    """Offline builds: copy every locked file of the wheelhouse into the context; fail naming what is missing."""
+    if not wheelhouse.is_dir():
+        raise UsageError(f"SIM_WHEELHOUSE={wheelhouse} is not a folder: fill it with `make wheels-sim`")
+    wanted: dict[str, set[str]] = {}
+    for lock in locks:
+        wanted |= locked_files(lock)
+    allowed = set().union(*wanted.values())
+    present = {sha256_file(f) for f in (dest / "wheels").iterdir()}
+    copied = 0
+    for f in sorted(wheelhouse.iterdir()):
+        if f.is_file() and f.name.endswith((".whl", ".tar.gz", ".zip")) and not (dest / "wheels" / f.name).exists():
+            digest = sha256_file(f)
+            if digest in allowed:
+                link_or_copy(f, dest / "wheels" / f.name)
+                present.add(digest)
+                copied += 1
+    missing = sorted(name for name, hashes in wanted.items() if not hashes & present)
+    if missing:
+        raise UsageError(
+            f"SIM_WHEELHOUSE={wheelhouse} lacks the locked files of {', '.join(missing[:10])}: "
+            "fill it with `make wheels-sim` on a host that reaches PyPI"
+        )
+    print(f"sim-context: offline build, {copied} files from {wheelhouse}")
+
+
+def sim_context(dest: Path, find_links: list[Path], ca_bundle: Path, wheelhouse: Path | None = None) -> int:
     """Assemble the sim runtime's build context: locks, CA bundle, and the local CPU torch wheel when present.
 
     The CPU lock pins a local `+cpu` torch wheel by hash. Where no find-links folder holds that exact file, the
@@ -296,12 +357,11 @@ def sim_context(dest: Path, find_links: list[Path], ca_bundle: Path) -> int:
     candidates = [p for d in find_links if d.is_dir() for p in sorted(d.glob("torch-*.whl"))]
     for wheel in candidates:
         if sha256_file(wheel) in hashes:
-            try:
-                os.link(wheel, dest / "wheels" / wheel.name)
-            except OSError:
-                shutil.copyfile(wheel, dest / "wheels" / wheel.name)
+            link_or_copy(wheel, dest / "wheels" / wheel.name)
             shutil.copyfile(cpu_lock, dest / "requirements.lock")
             print(f"sim-context: torch {version} from {wheel}")
+            if wheelhouse is not None:
+                add_wheelhouse(dest, wheelhouse, [dest / "requirements.lock", dest / "verl.lock"])
             return 0
     shutil.copyfile(src / "requirements-pypi.lock", dest / "requirements.lock")
     where = ", ".join(str(d) for d in find_links) or "(none given)"
@@ -310,6 +370,8 @@ def sim_context(dest: Path, find_links: list[Path], ca_bundle: Path) -> int:
         "(CUDA build: several GB of nvidia-* wheels, a much larger and slower image)",
         file=sys.stderr,
     )
+    if wheelhouse is not None:
+        add_wheelhouse(dest, wheelhouse, [dest / "requirements.lock", dest / "verl.lock"])
     return 0
 
 
@@ -356,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("dest")
     sc.add_argument("--find-links", action="append", default=[])
     sc.add_argument("--ca-bundle", default="/etc/ssl/certs/ca-certificates.crt")
+    sc.add_argument("--wheelhouse", default="", help="offline: a folder holding every locked file")
     a = p.parse_args(argv)
     try:
         if a.cmd == "build-args":
@@ -382,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             print(get_key(a.key))
         elif a.cmd == "sim-context":
             links = [Path(x) for x in a.find_links if x]
-            return sim_context(Path(a.dest), links, Path(a.ca_bundle))
+            return sim_context(Path(a.dest), links, Path(a.ca_bundle), Path(a.wheelhouse) if a.wheelhouse else None)
     except UsageError as exc:
         print(f"imagetool: {exc}", file=sys.stderr)
         return 2
