@@ -3,10 +3,11 @@ PYTEST_ARGS ?=
 
 .PHONY: lint
 lint: venv ## ruff, mypy, yamllint --strict (ansible-lint and hadolint join in mk/ansible.mk, mk/image.mk)
-	$(VENV)/bin/ruff check entrypoints tests
-	$(VENV)/bin/ruff format --check entrypoints tests
+	$(VENV)/bin/ruff check entrypoints tests scripts
+	$(VENV)/bin/ruff format --check entrypoints tests scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint --strict .
+	$(PY) scripts/gen_docs.py --check
 
 .PHONY: test-unit
 test-unit: venv ## Unit and conformance tests (no Docker)

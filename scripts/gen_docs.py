@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Regenerate README's tables from their sources: recipes, the settings vocabulary, the versions manifest.
+
+`--check` fails (exit 1) when README is out of date, so docs cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "entrypoints"))
+
+from verl_recipe.recipes import load_recipe, recipe_names  # noqa: E402
+from verl_recipe.settings import SETTINGS  # noqa: E402
+
+README = ROOT / "README.md"
+
+
+def recipes_table() -> str:
+    rows = [
+        "| recipe | compose service | model | engine | nodes x dies | TP | PP | EP | GEN_TP | GEN_DP | GEN_EP |"
+        " batch x n |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in recipe_names():
+        r = load_recipe(name)
+        s = r.settings
+        service = "train-" + name.removeprefix("qwen3.5-")
+        cells = [
+            f"`{name}`",
+            f"`{service}`",
+            r.model.name,
+            r.engine,
+            f"{s['NNODES']} x {s['NDEVICES_PER_NODE']}",
+            *(str(s.get(k, "-")) for k in ("TP", "PP", "EP", "GEN_TP", "GEN_DP", "GEN_EP")),
+            f"{s['TRAIN_BATCH_SIZE']} x {s['ROLLOUT_N']}",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def settings_table() -> str:
+    rows = ["| setting | meaning | upstream spellings accepted (with a warning) |", "|---|---|---|"]
+    for s in SETTINGS:
+        meaning = s.help + (f" ({' / '.join(s.choices)})" if s.choices else "")
+        aliases = ", ".join(f"`{a}`" for a in s.aliases) or ""
+        rows.append(f"| `{s.name}` | {meaning} | {aliases} |")
+    return "\n".join(rows)
+
+
+def versions_table() -> str:
+    m = yaml.safe_load((ROOT / "docker" / "versions.yaml").read_text())
+    rows = ["| component | pin |", "|---|---|"]
+    base = m["base"]["cann"]
+    digest = base["digest"] or "(digest not readable here: `make base-digest` on a host that reaches the registry)"
+    rows.append(f"| CANN base image | `{base['image']}:{base['tag']}` {digest} |")
+    rows.append(f"| driver + firmware (HDK) on hosts | >= {m['host']['hdk_min']} |")
+    for name, src in m["git_sources"].items():
+        commit = src["commit"] or "resolved by `make sources` into docker/sources.lock"
+        rows.append(f"| {name} | `{src['ref']}` = `{commit}` |")
+    for name, version in m["python_packages"].items():
+        rows.append(f"| {name} (PyPI) | `{version}` |")
+    return "\n".join(rows)
+
+
+SECTIONS = {"recipes": recipes_table, "settings": settings_table, "versions": versions_table}
+
+
+def render(text: str) -> str:
+    for key, fn in SECTIONS.items():
+        pattern = re.compile(rf"(<!-- BEGIN generated:{key} -->\n)(?:.*?\n)?(<!-- END generated:{key} -->)", re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"README.md has no generated:{key} markers")
+        text = pattern.sub(lambda mt, fn=fn: mt.group(1) + fn() + "\n" + mt.group(2), text)
+    return text
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    current = README.read_text()
+    new = render(current)
+    if args.check:
+        if new != current:
+            print("README.md tables are out of date: run `make docs` and commit", file=sys.stderr)
+            return 1
+        print("README.md tables match recipes, settings and versions manifest")
+        return 0
+    README.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
