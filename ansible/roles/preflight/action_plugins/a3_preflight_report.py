@@ -16,9 +16,16 @@ def host_rows(name: str, res: Any) -> list[dict[str, Any]]:
     if not isinstance(res, dict) or not res:
         return [_row(name, "ssh", "no result (host skipped)", "reachable over SSH", "check the host and rerun")]
     if res.get("unreachable"):
-        msg = " ".join(str(res.get("msg", "unreachable")).split())[:160]
-        return [_row(name, "ssh", f"unreachable: {msg}", "reachable over SSH with a known host key",
-                     "check the host is up, ansible_host/ansible_port, and its key in known_hosts")]
+        msg = " ".join(str(res.get("msg", "unreachable")).removeprefix("Task failed: ").split())[:160]
+        return [
+            _row(
+                name,
+                "ssh",
+                f"unreachable: {msg}",
+                "reachable over SSH with a known host key",
+                "check the host is up, ansible_host/ansible_port, and its key in known_hosts",
+            )
+        ]
     checks = res.get("checks")
     if not isinstance(checks, list):
         msg = " ".join(str(res.get("msg") or res.get("module_stderr") or "module failed").split())[:160]
@@ -56,11 +63,12 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        result["_ansible_verbose_always"] = True  # show the summary line on success too
         args = self._task.args
         var = args.get("result_var", "preflight_result")
         nodes = list(task_vars["groups"]["a3_nodes"])
         hostvars = task_vars["hostvars"]
-        results = {n: (hostvars[n][var] if var in hostvars[n] else None) for n in nodes}
+        results = {n: hostvars[n].get(var) for n in nodes}
         summary = summarize(nodes, results)
         report = args.get("report_file")
         if report:
@@ -68,7 +76,6 @@ class ActionModule(ActionBase):
             with open(report, "w", encoding="utf-8") as fh:
                 json.dump(summary, fh, indent=1)
         result.update(changed=False, failed_hosts=summary["failed_hosts"], healthy_hosts=summary["healthy_hosts"])
-        result["failures"] = summary["failures"]
         checks_per_host = len(summary["rows"]) // max(1, len(nodes))
         healthy = ", ".join(summary["healthy_hosts"]) or "none"
         if summary["failures"]:
@@ -80,5 +87,7 @@ class ActionModule(ActionBase):
                 + f"\nhealthy hosts: {healthy}"
             )
         else:
-            result["msg"] = f"preflight OK: {len(nodes)} hosts x {checks_per_host} checks passed (healthy hosts: {healthy})"
+            result["msg"] = (
+                f"preflight OK: {len(nodes)} hosts x {checks_per_host} checks passed (healthy hosts: {healthy})"
+            )
         return result

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 """Read-only health check of one A3 host; returns every check, passed or failed, in one result."""
 
+# ruff: noqa: E402  # Ansible modules put DOCUMENTATION before the imports
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -28,7 +29,8 @@ options:
   ascend_runtime_path: {type: str, required: true, description: Path of the ascend-docker-runtime binary.}
   ascend_runtime_installable: {type: bool, default: false, description: The runtime installer is provided.}
   driver_version_file: {type: str, default: /usr/local/Ascend/driver/version.info, description: Driver version.info.}
-  firmware_version_file: {type: str, default: /usr/local/Ascend/firmware/version.info, description: Firmware version.info.}
+  firmware_version_file:
+    {type: str, default: /usr/local/Ascend/firmware/version.info, description: Firmware version.info.}
   tool_dirs: {type: list, elements: str, default: [], description: Extra folders searched for npu-smi and hccn_tool.}
   parallel: {type: int, default: 16, description: Device queries run at once.}
   command_timeout: {type: int, default: 60, description: Seconds one device query may take.}
@@ -109,7 +111,13 @@ class Host:
         self.p = params
         self.timeout = params["command_timeout"]
         path = os.environ.get("PATH", "/usr/bin:/bin")
-        extra = [*params["tool_dirs"], "/usr/local/bin", "/usr/local/sbin", "/usr/local/Ascend/driver/tools", "/usr/sbin"]
+        extra = [
+            *params["tool_dirs"],
+            "/usr/local/bin",
+            "/usr/local/sbin",
+            "/usr/local/Ascend/driver/tools",
+            "/usr/sbin",
+        ]
         self.path = os.pathsep.join([path, *extra])
 
     def tool(self, name: str) -> str | None:
@@ -136,7 +144,9 @@ def platform_checks(p: dict[str, Any]) -> list[Check]:
     rel = os_release(read("/etc/os-release") or "")
     os_ok = any(rel.lower().startswith(a.lower()) for a in p["allowed_os"])
     return [
-        check("architecture", arch in p["allowed_arch"], arch, " or ".join(p["allowed_arch"]), "use an A3 (aarch64) host"),
+        check(
+            "architecture", arch in p["allowed_arch"], arch, " or ".join(p["allowed_arch"]), "use an A3 (aarch64) host"
+        ),
         check("os", os_ok, rel, " or ".join(p["allowed_os"]), "install a supported OS release on this host"),
     ]
 
@@ -150,7 +160,9 @@ def version_checks(p: dict[str, Any]) -> list[Check]:
     ):
         text = read(path)
         if text is None:
-            out.append(check(name, False, f"{path} missing", f">= {want}", f"install the Ascend HDK {want} {name[:-8]}"))
+            out.append(
+                check(name, False, f"{path} missing", f">= {want}", f"install the Ascend HDK {want} {name[:-8]}")
+            )
             continue
         kv = parse_kv(text)
         found = next((kv[k] for k in keys if kv.get(k)), "")
@@ -161,7 +173,15 @@ def version_checks(p: dict[str, Any]) -> list[Check]:
             ok = hdk_key(found) >= hdk_key(want)
         except ValueError:
             ok = False
-        out.append(check(name, ok, found, f">= {want}", f"upgrade the {name[:-8]} to HDK {want} or newer (firmware first, then driver; reboot)"))
+        out.append(
+            check(
+                name,
+                ok,
+                found,
+                f">= {want}",
+                f"upgrade the {name[:-8]} to HDK {want} or newer (firmware first, then driver; reboot)",
+            )
+        )
     return out
 
 
@@ -170,8 +190,15 @@ def device_node_checks(p: dict[str, Any]) -> list[Check]:
     wanted += ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
     missing = [w for w in wanted if not os.path.exists(w)]
     found = "all present" if not missing else "missing " + ", ".join(m.removeprefix("/dev/") for m in missing)
-    return [check("device_nodes", not missing, found, f"{len(wanted)} nodes (davinci0..{p['expected_dies'] - 1} + manager, svm, hdc)",
-                  "load the NPU driver (reinstall the HDK driver, then reboot)")]
+    return [
+        check(
+            "device_nodes",
+            not missing,
+            found,
+            f"{len(wanted)} nodes (davinci0..{p['expected_dies'] - 1} + manager, svm, hdc)",
+            "load the NPU driver (reinstall the HDK driver, then reboot)",
+        )
+    ]
 
 
 def npu_checks(p: dict[str, Any], host: Host) -> list[Check]:
@@ -180,10 +207,26 @@ def npu_checks(p: dict[str, Any], host: Host) -> list[Check]:
     npu_smi, hccn = host.tool("npu-smi"), host.tool("hccn_tool")
     out: list[Check] = []
     if not npu_smi:
-        out.append(check("chip_health", False, "npu-smi not found", f"{dies} dies OK", "install the Ascend HDK driver (it brings npu-smi)"))
+        out.append(
+            check(
+                "chip_health",
+                False,
+                "npu-smi not found",
+                f"{dies} dies OK",
+                "install the Ascend HDK driver (it brings npu-smi)",
+            )
+        )
     if not hccn:
         for name in ("npu_link", "npu_ip", "npu_net_health", "npu_ping"):
-            out.append(check(name, False, "hccn_tool not found", f"{dies} dies", "install the Ascend HDK driver (it brings hccn_tool)"))
+            out.append(
+                check(
+                    name,
+                    False,
+                    "hccn_tool not found",
+                    f"{dies} dies",
+                    "install the Ascend HDK driver (it brings hccn_tool)",
+                )
+            )
     jobs: dict[tuple[str, int], list[str]] = {}
     for die in range(dies):
         if npu_smi:
@@ -196,7 +239,8 @@ def npu_checks(p: dict[str, Any], host: Host) -> list[Check]:
             if die < len(targets) and targets[die]:
                 jobs[("ping", die)] = [hccn, "-i", str(die), "-ping", "-g", "address", targets[die]]
     with ThreadPoolExecutor(max_workers=max(1, p["parallel"])) as pool:
-        results = dict(zip(jobs, pool.map(host.run, jobs.values())))
+        outs = list(pool.map(host.run, jobs.values()))
+    results = {key: outs[i] for i, key in enumerate(jobs)}  # zip(strict=) needs 3.10; hosts may have 3.9
 
     def bad_dies(kind: str, judge: Any) -> list[str]:
         bad = []
@@ -238,13 +282,45 @@ def npu_checks(p: dict[str, Any], host: Host) -> list[Check]:
         return "" if loss == 0.0 else f"{loss:.2f}% loss to {target}"
 
     specs = [
-        ("chip_health", "health", health, "Health Status OK on every die", "check `npu-smi info -t health -i <npu> -c <chip>`; replace or reset the faulty module"),
-        ("npu_link", "link", link, "link status UP on every die", "check the RoCE cable/port of the listed dies (`hccn_tool -i <die> -link -g`)"),
-        ("npu_ip", "ip", ip, "hccn address = inventory a3_npu_ips", "configure /etc/hccn.conf address_<die> and run `hccn_tool -a -cfg recovery`, or fix a3_npu_ips"),
-        ("npu_net_health", "net_health", net_health, "net health Success on every die", "set netdetect_<die> in /etc/hccn.conf and check the NPU network gateway"),
+        (
+            "chip_health",
+            "health",
+            health,
+            "Health Status OK on every die",
+            "check `npu-smi info -t health -i <npu> -c <chip>`; replace or reset the faulty module",
+        ),
+        (
+            "npu_link",
+            "link",
+            link,
+            "link status UP on every die",
+            "check the RoCE cable/port of the listed dies (`hccn_tool -i <die> -link -g`)",
+        ),
+        (
+            "npu_ip",
+            "ip",
+            ip,
+            "hccn address = inventory a3_npu_ips",
+            "configure /etc/hccn.conf address_<die> and run `hccn_tool -a -cfg recovery`, or fix a3_npu_ips",
+        ),
+        (
+            "npu_net_health",
+            "net_health",
+            net_health,
+            "net health Success on every die",
+            "set netdetect_<die> in /etc/hccn.conf and check the NPU network gateway",
+        ),
     ]
     if p["ping_targets"]:
-        specs.append(("npu_ping", "ping", ping, "0% loss to the next host's same die", "check the NPU network route between these hosts (switch, VLAN, hccn.conf)"))
+        specs.append(
+            (
+                "npu_ping",
+                "ping",
+                ping,
+                "0% loss to the next host's same die",
+                "check the NPU network route between these hosts (switch, VLAN, hccn.conf)",
+            )
+        )
     for name, kind, judge, expected, fix in specs:
         if (kind == "health" and not npu_smi) or (kind != "health" and not hccn):
             continue
@@ -261,7 +337,7 @@ def first_line(text: str) -> str:
 def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str, Any]]:
     out: list[Check] = []
     info: dict[str, Any] = {"docker": False, "compose": False, "docker_root": "/var/lib/docker"}
-    docker = host.tool("docker")
+    docker = host.tool("docker") or ""
     rc, text = host.run([docker, "version", "--format", "{{.Server.Version}}"]) if docker else (127, "docker not found")
     info["docker"] = rc == 0
     if rc == 0:
@@ -272,19 +348,42 @@ def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str
         rc3, ver = host.run([docker, "compose", "version", "--short"])
         info["compose"] = rc3 == 0
         if rc3 != 0:
-            out.append(check("compose_plugin", p["docker_installable"], "docker compose missing",
-                             "Compose v2 plugin", "provide the docker-compose-plugin package in container_engine_offline_dir"))
+            out.append(
+                check(
+                    "compose_plugin",
+                    p["docker_installable"],
+                    "docker compose missing",
+                    "Compose v2 plugin",
+                    "provide the docker-compose-plugin package in container_engine_offline_dir",
+                )
+            )
         else:
             out.append(check("compose_plugin", True, f"compose {ver}", "Compose v2 plugin", ""))
     else:
         found = first_line(text) + ("; offline packages provided, will install" if p["docker_installable"] else "")
-        out.append(check("container_runtime", p["docker_installable"], found, "docker engine running",
-                         "install Docker or set container_engine_offline_dir to the site's offline packages"))
+        out.append(
+            check(
+                "container_runtime",
+                p["docker_installable"],
+                found,
+                "docker engine running",
+                "install Docker or set container_engine_offline_dir to the site's offline packages",
+            )
+        )
     if not p["simulated"]:
         present = os.path.isfile(p["ascend_runtime_path"])
-        found = "present" if present else ("missing, installer provided" if p["ascend_runtime_installable"] else "missing")
-        out.append(check("ascend_docker_runtime", present or p["ascend_runtime_installable"], found, p["ascend_runtime_path"],
-                         "provide Ascend-docker-runtime_<version>_linux-<arch>.run in container_engine_offline_dir"))
+        found = (
+            "present" if present else ("missing, installer provided" if p["ascend_runtime_installable"] else "missing")
+        )
+        out.append(
+            check(
+                "ascend_docker_runtime",
+                present or p["ascend_runtime_installable"],
+                found,
+                p["ascend_runtime_path"],
+                "provide Ascend-docker-runtime_<version>_linux-<arch>.run in container_engine_offline_dir",
+            )
+        )
     return out, info
 
 
@@ -292,8 +391,15 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
     out: list[Check] = []
     root = p["shared_root"].rstrip("/") or "/"
     mounts = parse_mountpoints(read("/proc/self/mountinfo") or "")
-    out.append(check("shared_storage_mounted", root in mounts, "mounted" if root in mounts else "not a mount point",
-                     f"{root} mounted", f"mount the shared file system at {root} on this host (same path on every host)"))
+    out.append(
+        check(
+            "shared_storage_mounted",
+            root in mounts,
+            "mounted" if root in mounts else "not a mount point",
+            f"{root} mounted",
+            f"mount the shared file system at {root} on this host (same path on every host)",
+        )
+    )
     problems = []
     if not os.path.isfile(os.path.join(p["model_path"], "config.json")):
         problems.append(f"{p['model_path']}/config.json missing")
@@ -303,16 +409,30 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
     ckpt = p["ckpt_root"]
     if not os.path.isdir(ckpt) and not os.path.isdir(os.path.dirname(ckpt.rstrip("/"))):
         problems.append(f"{ckpt} and its parent missing")
-    out.append(check("shared_storage_content", not problems, "; ".join(problems) or "model, data and checkpoint paths present",
-                     "model config.json, data files, checkpoint folder", "copy the model and data onto the shared storage (deploy.yml never downloads them)"))
+    out.append(
+        check(
+            "shared_storage_content",
+            not problems,
+            "; ".join(problems) or "model, data and checkpoint paths present",
+            "model config.json, data files, checkpoint folder",
+            "copy the model and data onto the shared storage (deploy.yml never downloads them)",
+        )
+    )
     probe = docker_root
     while not os.path.exists(probe) and probe not in ("/", ""):
         probe = os.path.dirname(probe)
     st = os.statvfs(probe or "/")
     free = st.f_bavail * st.f_frsize / 2**30
     want = p["min_free_disk_gib"]
-    out.append(check("free_disk", free >= want, f"{free:.1f} GiB free on {probe}", f">= {want:g} GiB",
-                     f"free space on {probe} (old images: `docker image prune`) or move the Docker data root"))
+    out.append(
+        check(
+            "free_disk",
+            free >= want,
+            f"{free:.1f} GiB free on {probe}",
+            f">= {want:g} GiB",
+            f"free space on {probe} (old images: `docker image prune`) or move the Docker data root",
+        )
+    )
     return out
 
 
@@ -323,15 +443,25 @@ def time_check(host: Host) -> tuple[Check | None, float]:
     if tdc:
         rc, text = host.run([tdc, "show", "-p", "NTPSynchronized", "--value"])
         if rc == 0 and text in ("yes", "no"):
-            return check("time_sync", text == "yes", f"NTPSynchronized={text}", "NTPSynchronized=yes",
-                         "enable NTP/chrony on this host (`timedatectl set-ntp true`)"), stamp
+            return check(
+                "time_sync",
+                text == "yes",
+                f"NTPSynchronized={text}",
+                "NTPSynchronized=yes",
+                "enable NTP/chrony on this host (`timedatectl set-ntp true`)",
+            ), stamp
     chronyc = host.tool("chronyc")
     if chronyc:
         rc, text = host.run([chronyc, "tracking"])
         leap = parse_colon(text).get("leap status", "")
         if rc == 0 and leap:
-            return check("time_sync", leap == "Normal", f"chrony leap status {leap}", "chrony synchronised",
-                         "check chrony's sources (`chronyc sources`)"), stamp
+            return check(
+                "time_sync",
+                leap == "Normal",
+                f"chrony leap status {leap}",
+                "chrony synchronised",
+                "check chrony's sources (`chronyc sources`)",
+            ), stamp
     return None, stamp
 
 

@@ -32,7 +32,7 @@ def main() -> int:
     header = ("host", "node ip", "ray", "NPU", "CPU", "status")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if extra:
         print(f"unexpected nodes in the cluster: {', '.join(extra)}")
     print(json.dumps({"ready": ready, "alive": len(alive), "expected": len(want["nodes"])}))

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 """Manifest of files under the shared asset paths: relative path, size, and sha256 of small files."""
 
+# ruff: noqa: E402  # Ansible modules put DOCUMENTATION before the imports
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -35,6 +36,7 @@ def manifest(path: str, hash_max: int) -> dict[str, Any]:
     if not os.path.exists(path):
         return {"path": path, "present": False, "files": 0, "bytes": 0, "sha256": "", "lines": []}
     entries = []
+    walk: list[tuple[str, list[str], list[str]]]
     if os.path.isfile(path):
         walk = [(os.path.dirname(path), [], [os.path.basename(path)])]
         base = os.path.dirname(path)

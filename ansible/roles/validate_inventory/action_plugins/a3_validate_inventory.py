@@ -69,14 +69,17 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
     values = {k: need(k) for k in SITE_KEYS}
     if values["site_simulated"] is not None and not isinstance(values["site_simulated"], bool):
         errors.append(
-            f"inventory: site_simulated={values['site_simulated']!r} is not a boolean (fix: write true or false, unquoted)"
+            f"inventory: site_simulated={values['site_simulated']!r} is not a boolean "
+            "(fix: write true or false, unquoted)"
         )
     dies = values["site_expected_dies"]
     if dies is not None and (not _is_int(dies) or dies < 1):
         errors.append(f"inventory: site_expected_dies={dies!r} is not a positive integer (fix: 16 on A3)")
     hdk = values["site_hdk_min"]
     if hdk is not None and not (isinstance(hdk, str) and HDK_RE.match(hdk)):
-        errors.append(f"inventory: site_hdk_min={hdk!r} is not an HDK version like 26.0.RC1 (fix: docker/versions.yaml)")
+        errors.append(
+            f"inventory: site_hdk_min={hdk!r} is not an HDK version like 26.0.RC1 (fix: docker/versions.yaml)"
+        )
     root = values["site_shared_root"]
     for key in ("site_shared_root", "site_model_path", "site_data_path", "site_ckpt_root", "site_install_dir"):
         path = values[key]
@@ -84,9 +87,14 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
             continue
         if not isinstance(path, str) or not os.path.isabs(path):
             errors.append(f"inventory: {key}={path!r} is not an absolute path (fix: start it with /)")
-        elif key in ("site_model_path", "site_data_path", "site_ckpt_root") and isinstance(root, str):
-            if os.path.commonpath([os.path.normpath(path), os.path.normpath(root)]) != os.path.normpath(root):
-                errors.append(f"inventory: {key}={path} is not under site_shared_root={root} (fix: keep it on shared storage)")
+        elif (
+            key in ("site_model_path", "site_data_path", "site_ckpt_root")
+            and isinstance(root, str)
+            and os.path.commonpath([os.path.normpath(path), os.path.normpath(root)]) != os.path.normpath(root)
+        ):
+            errors.append(
+                f"inventory: {key}={path} is not under site_shared_root={root} (fix: keep it on shared storage)"
+            )
     ref = values["site_image_ref"]
     if ref is not None and not (isinstance(ref, str) and IMAGE_RE.match(ref)):
         errors.append(f"inventory: site_image_ref={ref!r} is not an image reference (fix: name:tag or name@sha256:...)")
@@ -127,7 +135,9 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
 def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, Any]], dies: Any) -> list[str]:
     errors: list[str] = []
     if not nodes:
-        return ["inventory: group a3_nodes is empty (fix: list every training host under a3_nodes, see inventory/sample)"]
+        return [
+            "inventory: group a3_nodes is empty (fix: list every training host under a3_nodes, see inventory/sample)"
+        ]
     if len(heads) != 1:
         found = ", ".join(heads) if heads else "none"
         errors.append(f"inventory: group ray_head must hold exactly one host, found {len(heads)} ({found})")
@@ -163,15 +173,21 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
 
         cip = _ipv4(hv.get("a3_cluster_ip"))
         if cip is None:
-            errors.append(f"inventory: {name}: a3_cluster_ip={_show(hv.get('a3_cluster_ip', MISSING))} is not an IPv4 address")
+            errors.append(
+                f"inventory: {name}: a3_cluster_ip={_show(hv.get('a3_cluster_ip', MISSING))} is not an IPv4 address"
+            )
         elif cip in seen_cluster:
-            errors.append(f"inventory: {name}: duplicate address a3_cluster_ip={cip}, already used by {seen_cluster[cip]}")
+            errors.append(
+                f"inventory: {name}: duplicate address a3_cluster_ip={cip}, already used by {seen_cluster[cip]}"
+            )
         else:
             seen_cluster[cip] = name
 
         nic = hv.get("a3_cluster_nic", MISSING)
         if not (isinstance(nic, str) and NIC_RE.match(nic)):
-            errors.append(f"inventory: {name}: a3_cluster_nic={_show(nic)} is not an interface name (fix: e.g. enp189s0f0)")
+            errors.append(
+                f"inventory: {name}: a3_cluster_nic={_show(nic)} is not an interface name (fix: e.g. enp189s0f0)"
+            )
 
         ips = hv.get("a3_npu_ips", MISSING)
         if not isinstance(ips, list):
@@ -179,14 +195,17 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
             continue
         if _is_int(dies) and len(ips) != dies:
             errors.append(
-                f"inventory: {name}: a3_npu_ips has {len(ips)} addresses, expected {dies} (one per die, /etc/hccn.conf address_0..{dies - 1})"
+                f"inventory: {name}: a3_npu_ips has {len(ips)} addresses, expected {dies} "
+                f"(one per die, /etc/hccn.conf address_0..{dies - 1})"
             )
         for die, raw in enumerate(ips):
             ip = _ipv4(raw)
             if ip is None:
                 errors.append(f"inventory: {name}: a3_npu_ips[{die}]={raw!r} is not an IPv4 address")
             elif ip in seen_npu:
-                errors.append(f"inventory: {name}: duplicate address a3_npu_ips[{die}]={ip}, already used by {seen_npu[ip]}")
+                errors.append(
+                    f"inventory: {name}: duplicate address a3_npu_ips[{die}]={ip}, already used by {seen_npu[ip]}"
+                )
             else:
                 seen_npu[ip] = f"{name} die {die}"
     return errors
@@ -205,6 +224,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        result["_ansible_verbose_always"] = True  # show the summary line on success too
         args = self._task.args
         groups = task_vars.get("groups", {})
         nodes = list(groups.get("a3_nodes", []))
@@ -232,5 +252,7 @@ class ActionModule(ActionBase):
                 errors
             )
         else:
-            result["msg"] = f"inventory OK: {len(nodes)} hosts, head {heads[0]}, {site.get('site_expected_dies')} dies per host"
+            result["msg"] = (
+                f"inventory OK: {len(nodes)} hosts, head {heads[0]}, {site.get('site_expected_dies')} dies per host"
+            )
         return result

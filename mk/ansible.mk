@@ -1,0 +1,34 @@
+# deploy.yml: prepare the A3 hosts and start the Ray node services (ansible/, docs/deploy.md).
+# Runs from ansible/ so its ansible.cfg applies; INVENTORY is relative to ansible/ (or absolute).
+INVENTORY     ?= inventory/sample
+ANSIBLE_ARGS  ?=
+ANSIBLE_ENV    = cd ansible && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_CONFIG=ansible.cfg
+
+.PHONY: deploy
+deploy: venv ## Run deploy.yml against INVENTORY=inventory/<site> (validate, preflight, prepare, Ray)
+	$(ANSIBLE_ENV) ansible-playbook -i $(INVENTORY) deploy.yml $(ANSIBLE_ARGS)
+
+.PHONY: preflight
+preflight: venv ## Read-only checks of every host in INVENTORY, one table of all problems
+	$(ANSIBLE_ENV) ansible-playbook -i $(INVENTORY) deploy.yml --tags preflight $(ANSIBLE_ARGS)
+
+.PHONY: lint-ansible
+lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --strict on ansible/
+	$(VENV)/bin/yamllint --strict ansible .ansible-lint
+	$(ANSIBLE_ENV) ansible-lint -c ../.ansible-lint deploy.yml playbooks roles
+	$(VENV)/bin/ruff check ansible tests/ansible
+	$(VENV)/bin/ruff format --check ansible tests/ansible
+	# two runs: the action plugin and the module of preflight share a file name
+	$(VENV)/bin/mypy --config-file pyproject.toml ansible/roles/*/library tests/ansible
+	$(VENV)/bin/mypy --config-file pyproject.toml ansible/roles/*/action_plugins ansible/roles/*/files
+
+.PHONY: test-ansible
+test-ansible: venv ## deploy.yml tests: unit tier, then check/apply/idempotence/faults on a 3-host simulated cluster
+	$(VENV)/bin/pytest tests/ansible -m "not slow" $(PYTEST_ARGS)
+
+.PHONY: test-ansible-16
+test-ansible-16: venv ## deploy.yml on 16 simulated hosts: first run, re-run (changed=0), timings
+	$(VENV)/bin/pytest tests/ansible -m slow $(PYTEST_ARGS)
+
+# `make lint` (mk/test.mk) runs the Ansible lint too.
+lint: lint-ansible

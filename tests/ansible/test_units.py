@@ -1,0 +1,165 @@
+"""Unit tests of the Python pieces of deploy.yml: parsers, version order, report table, ring, clock window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.ansible.helpers import load_plugin
+
+pre = load_plugin("roles/preflight/library/a3_preflight.py")
+act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
+rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
+val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
+man = load_plugin("roles/shared_assets/library/a3_asset_manifest.py")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("25.5.0", "26.0.RC1"),
+        ("26.0.rc1", "26.0.RC2"),
+        ("26.0.RC1", "26.0.0"),
+        ("26.0.0", "26.0.1"),
+        ("24.1.rc3", "24.1.rc3.7"),
+        ("25.3.rc1", "25.5.0"),
+    ],
+)
+def test_hdk_order(older: str, newer: str) -> None:
+    assert pre.hdk_key(older) < pre.hdk_key(newer)
+
+
+def test_hdk_case_insensitive() -> None:
+    assert pre.hdk_key("26.0.rc1") == pre.hdk_key("26.0.RC1")
+
+
+def test_version_info_and_colon_parsers() -> None:
+    # driver 25.3.rc1 version.info and npu-smi -t health output, from the fact sheet (2.8, 2.5)
+    info = pre.parse_kv("Version=25.3.rc1\nascendhal_version=7.35.23\npackage_version=25.3.rc1\n")
+    assert info["Version"] == "25.3.rc1"
+    health = pre.parse_colon(" Health Status                  : OK\n Error Code                     : NA\n")
+    assert health["health status"] == "OK"
+    ip = pre.parse_colon("ipaddr:11.12.165.80\nnetmask:255.255.255.0\n")
+    assert ip["ipaddr"] == "11.12.165.80"
+    assert pre.parse_colon("link status: DOWN")["link status"] == "DOWN"
+
+
+def test_ping_loss() -> None:
+    ok = (
+        "device 0 PING 11.12.165.80\nrecv seq=0,time=0.114000ms\n3 packets transmitted, 3 received, 0.00% packet loss\n"
+    )
+    assert pre.parse_ping_loss(ok) == 0.0
+    assert pre.parse_ping_loss("3 packets transmitted, 0 received, 100.00% packet loss") == 100.0
+    assert pre.parse_ping_loss("Command execute failed!") is None
+
+
+def test_mountpoints_and_os_release() -> None:
+    mi = "36 35 98:0 /mnt1 /mnt/shared rw,noatime master:1 - ext3 /dev/root rw\n22 1 0:1 / / rw - overlay o rw\n"
+    assert pre.parse_mountpoints(mi) == {"/mnt/shared", "/"}
+    assert pre.os_release('ID=ubuntu\nVERSION_ID="22.04"\n') == "ubuntu 22.04"
+
+
+def _params(tmp: Any, **over: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "expected_dies": 16,
+        "hdk_min": "26.0.RC1",
+        "driver_version_file": str(tmp / "driver.info"),
+        "firmware_version_file": str(tmp / "fw.info"),
+    }
+    p.update(over)
+    return p
+
+
+def test_version_checks(tmp_path: Any) -> None:
+    (tmp_path / "driver.info").write_text("Version=26.0.rc1\npackage_version=26.0.rc1\n")
+    (tmp_path / "fw.info").write_text("Version=7.7.0.1.231\npackage_version=25.5.0\n")
+    checks = {c["check"]: c for c in pre.version_checks(_params(tmp_path))}
+    assert checks["driver_version"]["ok"] is True
+    assert checks["firmware_version"]["ok"] is False
+    assert checks["firmware_version"]["found"] == "25.5.0"
+    assert "firmware" in checks["firmware_version"]["fix"]
+
+
+def test_version_file_missing(tmp_path: Any) -> None:
+    checks = {c["check"]: c for c in pre.version_checks(_params(tmp_path))}
+    assert not checks["driver_version"]["ok"]
+    assert "missing" in checks["driver_version"]["found"]
+
+
+def test_ring_peer_follows_rank_order() -> None:
+    nodes = [(2, "c"), (0, "a"), (1, "b")]
+    assert act.ring_peer(nodes, "a") == "b"
+    assert act.ring_peer(nodes, "c") == "a"
+    assert act.ring_peer([(0, "a")], "a") is None
+
+
+def test_clock_window_never_blames_a_slow_round_trip() -> None:
+    # host read its clock 1 s after we sent and 30 s before the answer came back: no proof of skew
+    assert act.clock_check(1001.0, 1000.0, 1031.0, 2)["ok"] is True
+    # host 300 s ahead, whatever the round trip
+    bad = act.clock_check(1300.0, 1000.0, 1001.0, 2)
+    assert bad["ok"] is False and "+299.0" in bad["found"]
+    assert act.clock_check(700.0, 1000.0, 1001.0, 2)["ok"] is False
+
+
+def test_report_collects_every_host() -> None:
+    ok = {"check": "os", "ok": True, "found": "debian 12", "expected": "debian 12", "fix": ""}
+    bad = {"check": "npu_link", "ok": False, "found": "die 7: DOWN", "expected": "UP", "fix": "check cable"}
+    results = {
+        "a3-01": {"checks": [ok]},
+        "a3-02": {"checks": [ok, bad]},
+        "a3-03": {"unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"},
+    }
+    s = rep.summarize(["a3-01", "a3-02", "a3-03"], results)
+    assert s["failed_hosts"] == ["a3-02", "a3-03"]
+    assert s["healthy_hosts"] == ["a3-01"]
+    table = rep.render(s["failures"])
+    lines = table.splitlines()
+    assert [c.strip() for c in lines[0].split(" | ")] == ["host", "check", "found", "expected", "fix"]
+    assert any(line.startswith("a3-02") and "npu_link" in line and "die 7: DOWN" in line for line in lines)
+    assert any(line.startswith("a3-03") and "ssh" in line and "Connection refused" in line for line in lines)
+
+
+def _hosts(n: int, dies: int = 16) -> dict[str, dict[str, Any]]:
+    return {
+        f"h{i}": {
+            "ansible_host": f"10.0.0.{i + 1}",
+            "a3_node_rank": i,
+            "a3_cluster_ip": f"10.0.0.{i + 1}",
+            "a3_cluster_nic": "eth0",
+            "a3_npu_ips": [f"192.168.{d}.{i + 1}" for d in range(dies)],
+        }
+        for i in range(n)
+    }
+
+
+def test_validate_hosts_clean() -> None:
+    hosts = _hosts(3)
+    assert val.check_hosts(list(hosts), ["h0"], hosts, 16) == []
+
+
+def test_validate_hosts_every_problem_listed() -> None:
+    hosts = _hosts(3)
+    hosts["h1"]["ansible_host"] = "10.0.0.1"
+    hosts["h2"]["a3_npu_ips"] = hosts["h2"]["a3_npu_ips"][:15]
+    hosts["h2"]["a3_node_rank"] = 1
+    errors = val.check_hosts(list(hosts), ["h0", "h1"], hosts, 16)
+    joined = "\n".join(errors)
+    assert "duplicate address 10.0.0.1:22" in joined
+    assert "exactly one host, found 2 (h0, h1)" in joined
+    assert "h2: a3_npu_ips has 15 addresses, expected 16" in joined
+    assert "h2: duplicate a3_node_rank 1" in joined
+    assert all("\n" not in e for e in errors)
+
+
+def test_asset_manifest(tmp_path: Any) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    (tmp_path / "m" / "big.bin").write_bytes(b"x" * 100)
+    a = man.manifest(str(tmp_path / "m"), 10)
+    assert a["files"] == 2 and a["bytes"] == 102
+    assert any(line.startswith("big.bin\t100\t-") for line in a["lines"])
+    (tmp_path / "m" / "config.json").write_text("{ }")
+    assert man.manifest(str(tmp_path / "m"), 10)["sha256"] != a["sha256"]
+    assert man.manifest(str(tmp_path / "nope"), 10)["present"] is False
