@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build the simulated A3 host image. Usage: build.sh IMAGE_TAG COMPOSE_BINARY [BASE_IMAGE]
+# The context is this folder plus the Compose v2 binary (pinned in requirements/dev.lock, installed into .venv).
+set -euo pipefail
+tag="${1:?usage: build.sh IMAGE_TAG COMPOSE_BINARY [BASE_IMAGE]}"
+compose="${2:?usage: build.sh IMAGE_TAG COMPOSE_BINARY [BASE_IMAGE]}"
+base="${3:-verl-recipe-base:bookworm}"
+here="$(cd "$(dirname "$0")" && pwd)"
+[ -x "$compose" ] || { echo "sim-image: Compose binary '$compose' is missing: run 'make venv'" >&2; exit 1; }
+docker image inspect "$base" >/dev/null 2>&1 || { echo "sim-image: base image $base is missing: run 'make base-image'" >&2; exit 1; }
+ctx="$(mktemp -d)"
+trap 'rm -rf "$ctx"' EXIT
+cp -r "$here/Dockerfile" "$here/shim" "$here/tools" "$here/rootfs" "$ctx/"
+cp "$(readlink -f "$compose")" "$ctx/docker-compose"
+docker build --quiet --build-arg "BASE_IMAGE=$base" -t "$tag" "$ctx" >/dev/null
+echo "sim-image: built $tag ($(docker image inspect --format '{{.Id}}' "$tag"))"

@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""Controller of the simulated A3 cluster (`make sim-up|sim-status|sim-down|sim-fault|sim-measure`).
+
+Each simulated host is a container `<name>-a3-NN` (hostname `a3-NN`) of the image verl-recipe-sim-host on the
+user-defined bridge network `<name>` with a fixed address, its own Docker engine on the volume `<name>-a3-NN-docker`
+and the shared storage volume `<name>-shared`. Every object carries the label org.verl-recipe.sim=<name>, which is
+how status and teardown find them. The inventory (hosts.yml, group_vars/all/sim.yml, the cluster's SSH key pair and
+the hosts' known_hosts) is written to ansible/inventory/sim/ for the default name, ansible/inventory/<name>/ else.
+Standard library plus PyYAML (to read docker/versions.yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import io
+import ipaddress
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+LABEL = "org.verl-recipe.sim"
+HOST_IMAGE = "verl-recipe-sim-host:bookworm"
+DEFAULT_NAME = "verl-sim"
+DEFAULT_SUBNET = "172.30.0.0/24"
+MAX_NODES = 16
+DIES = 16
+SSH_USER = "deploy"
+SHARED_ROOT = "/mnt/shared"
+SHARED_DIRS = ("models", "data", "checkpoints", "runs")
+NPU_NET = "198.18"  # RFC 2544 benchmark range: the simulated NPU (RoCE) addresses are never routed anywhere
+MARKER = ".verl-sim-inventory"
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+
+
+class SimError(Exception):
+    """One line for the user: what is wrong and the fix."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def run(cmd: list[str], check: bool = True, input_bytes: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    if input_bytes is not None:
+        b = subprocess.run(cmd, input=input_bytes, capture_output=True)
+        p = subprocess.CompletedProcess(
+            cmd, b.returncode, b.stdout.decode(errors="replace"), b.stderr.decode(errors="replace")
+        )
+    else:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        raise SimError(f"`{' '.join(cmd[:4])} ...` failed: {msg[-1] if msg else 'exit ' + str(p.returncode)}")
+    return p
+
+
+def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run(["docker", *args], check=check)
+
+
+def host_name(i: int) -> str:
+    return f"a3-{i:02d}"
+
+
+def container(name: str, host: str) -> str:
+    return f"{name}-{host}"
+
+
+def default_inventory(name: str) -> Path:
+    return REPO / "ansible" / "inventory" / ("sim" if name == DEFAULT_NAME else name)
+
+
+def hdk_min() -> str:
+    data = yaml.safe_load((REPO / "docker" / "versions.yaml").read_text())
+    return str(data["host"]["hdk_min"])
+
+
+def check_name(name: str) -> None:
+    if not NAME_RE.match(name):
+        raise SimError(f"SIM_NAME '{name}' is not valid: use 2-32 lower-case letters, digits and '-' (e.g. verl-sim)")
+
+
+def labelled(kind: str, name: str) -> list[str]:
+    fmt = "{{.Names}}" if kind == "container" else "{{.Name}}"
+    cmd = {"container": ["ps", "-a"], "network": ["network", "ls"], "volume": ["volume", "ls"]}[kind]
+    out = docker(*cmd, "--filter", f"label={LABEL}={name}", "--format", fmt).stdout
+    return sorted(line for line in out.splitlines() if line)
+
+
+def used_subnets() -> list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]]:
+    ids = docker("network", "ls", "-q").stdout.split()
+    if not ids:
+        return []
+    nets = json.loads(docker("network", "inspect", *ids).stdout)
+    out = []
+    for n in nets:
+        for cfg in (n.get("IPAM") or {}).get("Config") or []:
+            if cfg.get("Subnet"):
+                out.append((n["Name"], ipaddress.ip_network(cfg["Subnet"], strict=False)))
+    return out
+
+
+def choose_subnet(name: str, wanted: str) -> ipaddress.IPv4Network:
+    used = used_subnets()
+    if wanted == "auto" or (not wanted and name != DEFAULT_NAME):
+        for third in range(1, 256):
+            cand = ipaddress.IPv4Network(f"172.30.{third}.0/24")
+            if not any(cand.overlaps(u) for _, u in used if u.version == 4):
+                return cand
+        raise SimError("no free 172.30.N.0/24 subnet is left: set SIM_SUBNET to a free IPv4 /24")
+    text = wanted or DEFAULT_SUBNET
+    try:
+        net = ipaddress.IPv4Network(text, strict=True)
+    except ValueError:
+        raise SimError(f"SIM_SUBNET '{text}' is not an IPv4 network like 172.30.0.0/24") from None
+    if net.prefixlen > 27:
+        raise SimError(f"SIM_SUBNET '{text}' is too small: the hosts use .11-.26, give a /27 or larger")
+    for other, u in used:
+        if u.version == 4 and net.overlaps(u):
+            raise SimError(f"SIM_SUBNET {net} overlaps docker network '{other}' ({u}): choose another SIM_SUBNET")
+    return net
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the cluster description handed to every host (/etc/verl-sim/cluster.json) and to the inventory
+
+
+def describe(name: str, nodes: int, net: ipaddress.IPv4Network) -> dict[str, Any]:
+    base = net.network_address
+    hosts = []
+    for i in range(1, nodes + 1):
+        octet = 10 + i
+        hosts.append(
+            {
+                "name": host_name(i),
+                "rank": i - 1,
+                "cluster_ip": str(base + octet),
+                "cluster_nic": "eth0",
+                "npu_ips": [f"{NPU_NET}.{die}.{octet}" for die in range(DIES)],
+            }
+        )
+    return {
+        "name": name,
+        "subnet": str(net),
+        "gateway": str(base + 1),
+        "hdk_min": hdk_min(),
+        # The machine's own architecture (every simulated host shares this kernel); the arch fault reports another.
+        "native_arch": os.uname().machine,
+        "shared_root": SHARED_ROOT,
+        "hosts": hosts,
+    }
+
+
+def config_tar(cluster: dict[str, Any], host: str, pubkey: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+
+        def add(path: str, text: str, mode: int = 0o644) -> None:
+            data = text.encode()
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+
+        add("etc/verl-sim/cluster.json", json.dumps(cluster, indent=1) + "\n")
+        add("etc/verl-sim/host", host + "\n")
+        add("etc/verl-sim/faults.json", '{"faults": []}\n')
+        add(f"etc/ssh/authorized_keys/{SSH_USER}", pubkey)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# inventory
+
+
+def q(s: str) -> str:
+    return json.dumps(s)  # a JSON string is a valid double-quoted YAML scalar
+
+
+def write_inventory(inv: Path, cluster: dict[str, Any], arch: str) -> None:
+    key, kh = inv / "id_ed25519", inv / "known_hosts"
+    lines = [
+        "---",
+        f"# Generated by `make sim-up` for the simulated cluster '{cluster['name']}' (docker/sim-host/simctl.py);",
+        "# rewritten by every sim-up. Same groups and variables as ../sample (docs/contracts.md section 1).",
+        "all:",
+        "  children:",
+        "    a3_nodes:",
+        "      vars:",
+        f"        ansible_user: {SSH_USER}",
+        "        ansible_port: 22",
+        f"        ansible_ssh_private_key_file: {q(str(key))}",
+        f"        ansible_ssh_common_args: {q('-o UserKnownHostsFile=' + str(kh))}",
+        "      hosts:",
+    ]
+    for h in cluster["hosts"]:
+        lines += [
+            f"        {h['name']}:",
+            f"          ansible_host: {h['cluster_ip']}",
+            f"          a3_node_rank: {h['rank']}",
+            f"          a3_cluster_ip: {h['cluster_ip']}",
+            f"          a3_cluster_nic: {h['cluster_nic']}",
+            "          a3_npu_ips:",
+        ]
+        lines += [f"            - {ip}" for ip in h["npu_ips"]]
+    lines += ["    ray_head:", "      hosts:", f"        {cluster['hosts'][0]['name']}:"]
+    (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
+
+    gv = inv / "group_vars" / "all"
+    gv.mkdir(parents=True, exist_ok=True)
+    site = [
+        "---",
+        "# Generated by `make sim-up` (docker/sim-host/simctl.py): site settings of the simulated cluster",
+        f"# '{cluster['name']}' (docs/contracts.md section 1; docs/simulated-cluster.md).",
+        "site_simulated: true",
+        f"site_expected_dies: {DIES}",
+        "# The simulated hosts report this machine's architecture; real A3 hosts are aarch64.",
+        f"site_expected_arch: {arch}",
+        "# docker/versions.yaml host.hdk_min when the cluster was brought up",
+        f"site_hdk_min: {q(cluster['hdk_min'])}",
+        f"site_shared_root: {SHARED_ROOT}",
+        f"site_model_path: {SHARED_ROOT}/models/Qwen3.5-35B-A3B",
+        f"site_data_path: {SHARED_ROOT}/data/geo3k",
+        f"site_ckpt_root: {SHARED_ROOT}/checkpoints",
+        "site_image_ref: verl-recipe:sim",
+        "site_image_source: tarball",
+        f"site_image_tarball: {q(str(REPO / 'build' / 'images' / 'verl-recipe-sim.tar'))}",
+        "site_ray_port: 6379",
+        "site_dashboard_port: 8265",
+        "site_install_dir: /opt/verl-recipe",
+    ]
+    (gv / "sim.yml").write_text("\n".join(site) + "\n")
+
+    cfg = []
+    for h in cluster["hosts"]:
+        cfg += [
+            f"Host {h['name']}",
+            f"  HostName {h['cluster_ip']}",
+            f"  User {SSH_USER}",
+            f"  IdentityFile {key}",
+            "  IdentitiesOnly yes",
+            f"  UserKnownHostsFile {kh}",
+            "  StrictHostKeyChecking yes",
+            "  BatchMode yes",
+            "",
+        ]
+    (inv / "ssh_config").write_text("\n".join(cfg))
+    (inv / "cluster.json").write_text(json.dumps(cluster, indent=1) + "\n")
+
+
+def prepare_inventory_dir(inv: Path) -> None:
+    if inv.exists() and any(inv.iterdir()) and not (inv / MARKER).exists():
+        raise SimError(f"{inv} exists and was not written by simctl.py: move it away or set SIM_INVENTORY")
+    if inv.exists():
+        shutil.rmtree(inv)
+    inv.mkdir(parents=True)
+    (inv / MARKER).write_text("written by docker/sim-host/simctl.py; removed by `make sim-down`\n")
+    # Keys and generated files never reach git, whatever the repository's .gitignore says.
+    (inv / ".gitignore").write_text("*\n")
+
+
+def ssh_cmd(inv: Path, ip: str, known_hosts: Path | None = None) -> list[str]:
+    return [
+        "ssh",
+        "-i",
+        str(inv / "id_ed25519"),
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        f"UserKnownHostsFile={known_hosts or inv / 'known_hosts'}",
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=10",
+        f"{SSH_USER}@{ip}",
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# commands
+
+
+def wait_ready(cname: str, deadline: float) -> float:
+    start = time.monotonic()
+    while True:
+        if docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "ready", check=False).returncode == 0:
+            return time.monotonic() - start
+        state = docker("inspect", "-f", "{{.State.Status}}", cname, check=False).stdout.strip()
+        if state != "running":
+            logs = docker("logs", "--tail", "5", cname, check=False)
+            tail = (logs.stdout + logs.stderr).strip().splitlines()
+            raise SimError(f"{cname} stopped while starting ({state}): {tail[-1] if tail else 'no output'}")
+        if time.monotonic() > deadline:
+            raise SimError(f"{cname} was not ready in time: see `docker logs {cname}`")
+        time.sleep(0.5)
+
+
+def up(a: argparse.Namespace) -> dict[str, Any]:
+    name, nodes = a.name, a.nodes
+    check_name(name)
+    if not 1 <= nodes <= MAX_NODES:
+        raise SimError(f"NODES={nodes} is out of range: give 1 to {MAX_NODES}")
+    existing = labelled("container", name) + labelled("network", name) + labelled("volume", name)
+    if existing:
+        raise SimError(
+            f"simulated cluster '{name}' already exists ({existing[0]}, ...): run `make sim-down SIM_NAME={name}`"
+        )
+    if docker("image", "inspect", a.image, check=False).returncode != 0:
+        raise SimError(f"image {a.image} is missing: run `make sim-image`")
+    if not shutil.which("ssh") or not shutil.which("ssh-keygen"):
+        raise SimError("ssh/ssh-keygen are missing on this machine: run `make host-deps`")
+    net = choose_subnet(name, a.subnet)
+    cluster = describe(name, nodes, net)
+    inv = Path(a.inventory) if a.inventory else default_inventory(name)
+    prepare_inventory_dir(inv)
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    try:
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name} cluster key", "-f", str(inv / "id_ed25519")])
+        pubkey = (inv / "id_ed25519.pub").read_text()
+        lab = ["--label", f"{LABEL}={name}"]
+        docker(
+            "network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", cluster["gateway"], *lab, name
+        )
+        shared_mount = f"{name}-shared:/var/lib/verl-sim/shared"
+        if a.shared_dir:
+            Path(a.shared_dir).mkdir(parents=True, exist_ok=True)
+            shared_mount = f"{Path(a.shared_dir).resolve()}:/var/lib/verl-sim/shared"
+        else:
+            docker("volume", "create", *lab, f"{name}-shared")
+        add_hosts = [f"--add-host={h['name']}:{h['cluster_ip']}" for h in cluster["hosts"]]
+        for h in cluster["hosts"]:
+            cname = container(name, h["name"])
+            docker("volume", "create", *lab, f"{cname}-docker")
+            docker(
+                "create",
+                "--name", cname,
+                "--hostname", h["name"],
+                "--network", name,
+                "--ip", h["cluster_ip"],
+                "--network-alias", h["name"],
+                *add_hosts,
+                "--init",
+                # What a container running its own engine needs here (--privileged is refused on these machines).
+                "--cap-add", "ALL",
+                "--cap-drop", "SYS_RESOURCE",
+                "--security-opt", "seccomp=unconfined",
+                "--security-opt", "apparmor=unconfined",
+                "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+                "-v", f"{cname}-docker:/var/lib/docker",
+                "-v", shared_mount,
+                "--stop-timeout", "20",
+                *lab,
+                "--label", f"{LABEL}.host={h['name']}",
+                a.image,
+            )  # fmt: skip
+            run(["docker", "cp", "-", f"{cname}:/"], input_bytes=config_tar(cluster, h["name"], pubkey))
+        starts: dict[str, float] = {}
+        for h in cluster["hosts"]:
+            starts[h["name"]] = time.monotonic()
+            docker("start", container(name, h["name"]))
+        deadline = time.monotonic() + 120 + 15 * nodes
+        with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
+            futs = {h["name"]: pool.submit(wait_ready, container(name, h["name"]), deadline) for h in cluster["hosts"]}
+            for hn, f in futs.items():
+                f.result()
+                timings[hn] = time.monotonic() - starts[hn]
+        keys = []
+        for h in cluster["hosts"]:
+            pub = docker("exec", container(name, h["name"]), "cat", "/etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
+            keys.append(f"{h['cluster_ip']},{h['name']} {pub[0]} {pub[1]}")
+        (inv / "known_hosts").write_text("\n".join(keys) + "\n")
+        first = container(name, cluster["hosts"][0]["name"])
+        dirs = [f"{SHARED_ROOT}/{d}" for d in SHARED_DIRS]
+        docker("exec", first, "sh", "-c", f"mkdir -p {' '.join(dirs)} && chown {SSH_USER}: {' '.join(dirs)}")
+        write_inventory(inv, cluster, docker("exec", first, "uname", "-m").stdout.strip())
+        # The first login goes through SSH with host key checking on, as Ansible's will.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
+            logins = {
+                h["name"]: pool.submit(run, [*ssh_cmd(inv, h["cluster_ip"]), "true"], False) for h in cluster["hosts"]
+            }
+            for hn, fut in logins.items():
+                p = fut.result()
+                if p.returncode != 0:
+                    raise SimError(f"SSH login to {hn} failed: {p.stderr.strip().splitlines()[-1:]}")
+    except BaseException:
+        teardown(name, inv, quiet=True)
+        raise
+    total = time.monotonic() - t0
+    print(f"sim-up: {nodes} host(s) of '{name}' ready in {total:.1f} s on {net}; inventory {inv}")
+    print(f"sim-up: ssh -F {inv / 'ssh_config'} a3-01    |    ansible-playbook -i {inv / 'hosts.yml'} ...")
+    return {"total_s": total, "per_host_s": timings, "inventory": str(inv)}
+
+
+def teardown(name: str, inv: Path | None, quiet: bool = False) -> None:
+    cs = labelled("container", name)
+    if cs:
+        docker("rm", "-f", "-v", *cs)
+    for n in labelled("network", name):
+        docker("network", "rm", n)
+    vs = labelled("volume", name)
+    if vs:
+        docker("volume", "rm", "-f", *vs)
+    if inv is not None and (inv / MARKER).exists():
+        shutil.rmtree(inv)
+    if not quiet:
+        print(f"sim-down: removed {len(cs)} container(s), the network and {len(vs)} volume(s) of '{name}'")
+
+
+def down(a: argparse.Namespace) -> None:
+    check_name(a.name)
+    teardown(a.name, Path(a.inventory) if a.inventory else default_inventory(a.name))
+
+
+def hosts_of(name: str) -> list[str]:
+    out = docker("ps", "-a", "--filter", f"label={LABEL}={name}", "--format", f'{{{{.Label "{LABEL}.host"}}}}').stdout
+    return sorted(h for h in out.split() if h)
+
+
+def status(a: argparse.Namespace) -> int:
+    check_name(a.name)
+    hosts = hosts_of(a.name)
+    if not hosts:
+        print(f"sim-status: no simulated cluster '{a.name}' (start one with `make sim-up SIM_NAME={a.name}`)")
+        return 1
+    print(f"{'HOST':<7} {'CONTAINER':<28} {'STATE':<8} {'ADDRESS':<15} {'ENGINE':<7} FAULTS")
+    for h in hosts:
+        cname = container(a.name, h)
+        info = json.loads(docker("inspect", cname).stdout)[0]
+        st = info["State"]
+        state = "paused" if st.get("Paused") else st["Status"]
+        ip = info["NetworkSettings"]["Networks"].get(a.name, {}).get("IPAddress", "-")
+        faults, engine = ["down"] if state == "paused" else [], "-"
+        if state == "running":
+            faults = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "list").stdout.split()
+            ok = docker("exec", cname, "docker", "info", "--format", "{{.ServerVersion}}", check=False).returncode == 0
+            engine = "up" if ok else "down"
+        print(f"{h:<7} {cname:<28} {state:<8} {ip:<15} {engine:<7} {','.join(faults) or '-'}")
+    inv = Path(a.inventory) if a.inventory else default_inventory(a.name)
+    print(f"inventory: {inv / 'hosts.yml'}   shared storage: volume {a.name}-shared at {SHARED_ROOT} on every host")
+    return 0
+
+
+def fault(a: argparse.Namespace) -> None:
+    check_name(a.name)
+    hosts = hosts_of(a.name)
+    if not hosts:
+        raise SimError(f"no simulated cluster '{a.name}': run `make sim-up SIM_NAME={a.name}` first")
+    if a.host not in hosts:
+        raise SimError(f"HOST={a.host} is not a host of '{a.name}' ({', '.join(hosts)})")
+    specs = [s for s in a.fault.split(",") if s]
+    if not specs:
+        raise SimError(f"FAULT is empty: give one of the faults in docs/simulated-cluster.md, or clear (HOST={a.host})")
+    cname = container(a.name, a.host)
+    paused = docker("inspect", "-f", "{{.State.Paused}}", cname).stdout.strip() == "true"
+    if specs == ["clear"]:
+        if paused:
+            docker("unpause", cname)
+        p = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "clear", check=False)
+        if p.returncode != 0:
+            raise SimError(p.stderr.strip() or f"clearing the faults of {a.host} failed")
+        print(f"sim-fault: {a.host}: all faults cleared")
+        return
+    if "clear" in specs:
+        raise SimError("FAULT=clear cannot be combined with other faults: clear first, then add")
+    if paused:
+        raise SimError(f"{a.host} is down (paused): `make sim-fault HOST={a.host} FAULT=clear` first")
+    if "down" in specs:
+        if specs != ["down"]:
+            raise SimError("FAULT=down cannot be combined with other faults: add them first, then down")
+        docker("pause", cname)
+        print(f"sim-fault: {a.host}: down (container paused: no answer on SSH, Ray or the NPU network)")
+        return
+    p = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "add", *specs, check=False)
+    if p.returncode != 0:
+        raise SimError(p.stderr.strip().removeprefix("simhost.py: ") or f"fault {a.fault} on {a.host} failed")
+    print(f"sim-fault: {a.host}: {','.join(specs)} on")
+
+
+def measure(a: argparse.Namespace) -> None:
+    """Bring up clusters of the given sizes one after another; report start-up time and memory per host."""
+    check_name(a.name)
+    rows = []
+    for n in [int(x) for x in a.sizes.split(",")]:
+        ns = argparse.Namespace(
+            name=a.name, nodes=n, subnet=a.subnet, inventory=a.inventory, image=a.image, shared_dir=""
+        )
+        before = meminfo_used()
+        try:
+            res = up(ns)
+            time.sleep(a.settle)  # let the engines finish their start-up work before reading memory
+            mem = container_memory(a.name)
+            after = meminfo_used()
+        finally:
+            teardown(a.name, Path(a.inventory) if a.inventory else default_inventory(a.name), quiet=True)
+        per = list(res["per_host_s"].values())
+        rows.append(
+            {
+                "hosts": n,
+                "up_total_s": round(res["total_s"], 1),
+                "host_ready_s_max": round(max(per), 1),
+                "host_ready_s_mean": round(sum(per) / len(per), 1),
+                "mem_per_host_mib_mean": round(sum(mem.values()) / len(mem), 1),
+                "mem_per_host_mib_max": round(max(mem.values()), 1),
+                "mem_total_mib_cgroups": round(sum(mem.values()), 1),
+                "machine_used_delta_mib": round(after - before, 1),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    if a.output:
+        Path(a.output).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def meminfo_used() -> float:
+    info = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        k, v = line.split(":", 1)
+        info[k] = int(v.split()[0])
+    return (info["MemTotal"] - info["MemAvailable"]) / 1024
+
+
+def container_memory(name: str) -> dict[str, float]:
+    """Memory charged to each host container's cgroup (the engine, sshd, the tools), without its page cache."""
+    out = docker("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}", *labelled("container", name)).stdout
+    mem = {}
+    units = {"B": 1 / 2**20, "KiB": 1 / 1024, "kB": 1 / 1024, "MiB": 1.0, "MB": 1.0, "GiB": 1024.0, "GB": 1024.0}
+    for line in out.splitlines():
+        cname, usage = line.split(" ", 1)
+        m = re.match(r"([\d.]+)\s*([A-Za-z]+)", usage)
+        if m:
+            mem[cname] = float(m.group(1)) * units.get(m.group(2), 1.0)
+    return mem
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="simctl.py", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--name", default=os.environ.get("SIM_NAME") or DEFAULT_NAME)
+    p.add_argument("--inventory", default=os.environ.get("SIM_INVENTORY", ""), help="inventory folder to write")
+    p.add_argument("--image", default=os.environ.get("SIM_HOST_IMAGE") or HOST_IMAGE)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("up")
+    u.add_argument("--nodes", type=int, default=3)
+    u.add_argument("--subnet", default=os.environ.get("SIM_SUBNET", ""), help="IPv4 subnet, or auto")
+    u.add_argument("--shared-dir", default=os.environ.get("SIM_SHARED_DIR", ""), help="host folder instead of a volume")
+    sub.add_parser("down")
+    sub.add_parser("status")
+    f = sub.add_parser("fault")
+    f.add_argument("host")
+    f.add_argument("fault")
+    m = sub.add_parser("measure")
+    m.add_argument("--sizes", default="1,4,16")
+    m.add_argument("--subnet", default=os.environ.get("SIM_SUBNET", ""))
+    m.add_argument("--settle", type=float, default=20.0)
+    m.add_argument("--output", default="")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "up":
+            up(a)
+        elif a.cmd == "down":
+            down(a)
+        elif a.cmd == "status":
+            return status(a)
+        elif a.cmd == "fault":
+            fault(a)
+        elif a.cmd == "measure":
+            measure(a)
+    except SimError as e:
+        print(f"simctl: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

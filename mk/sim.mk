@@ -1,0 +1,47 @@
+# The simulated A3 cluster (docs/simulated-cluster.md): base image, host image, cluster control, measurements.
+SIM_NAME      ?= verl-sim
+NODES         ?= 3
+SIM_SUBNET    ?=
+SIM_INVENTORY ?=
+SIM_SHARED_DIR ?=
+HOST          ?=
+FAULT         ?=
+FORCE         ?=
+BASE_IMAGE_TAG ?= verl-recipe-base:bookworm
+SIM_HOST_IMAGE ?= verl-recipe-sim-host:bookworm
+SIM_SIZES     ?= 1,4,16
+SIMCTL = SIM_NAME='$(SIM_NAME)' SIM_SUBNET='$(SIM_SUBNET)' SIM_INVENTORY='$(SIM_INVENTORY)' \
+  SIM_SHARED_DIR='$(SIM_SHARED_DIR)' SIM_HOST_IMAGE='$(SIM_HOST_IMAGE)' $(PY) docker/sim-host/simctl.py
+
+.PHONY: base-image
+base-image: ## Debian bookworm base image from debootstrap (verl-recipe-base:bookworm; FORCE=1 rebuilds)
+	BASE_IMAGE='$(BASE_IMAGE_TAG)' bash docker/base/build.sh $(if $(FORCE),--force,)
+
+.PHONY: sim-image
+sim-image: base-image venv ## Simulated A3 host image (verl-recipe-sim-host:bookworm)
+	bash docker/sim-host/build.sh '$(SIM_HOST_IMAGE)' $(VENV)/bin/docker-compose '$(BASE_IMAGE_TAG)'
+
+.PHONY: sim-up
+sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write their inventory
+	$(SIMCTL) up --nodes '$(NODES)'
+
+.PHONY: sim-status
+sim-status: venv ## Hosts, addresses, engines and faults of the simulated cluster
+	$(SIMCTL) status
+
+.PHONY: sim-down
+sim-down: venv ## Remove the simulated cluster (containers, network, volumes, generated inventory)
+	$(SIMCTL) down
+
+.PHONY: sim-fault
+sim-fault: venv ## Switch a fault on a simulated host: HOST=a3-03 FAULT=link-down:7 (FAULT=clear restores it)
+	@[ -n '$(HOST)' ] && [ -n '$(FAULT)' ] || { echo "sim-fault: give HOST=a3-NN and FAULT=<fault>|clear (see docs/simulated-cluster.md)" >&2; exit 2; }
+	$(SIMCTL) fault '$(HOST)' '$(FAULT)'
+
+.PHONY: sim-measure
+sim-measure: sim-image ## Start-up time and memory per host for SIM_SIZES hosts (default 1,4,16)
+	SIM_NAME='$(SIM_NAME)-measure' $(PY) docker/sim-host/simctl.py measure --sizes '$(SIM_SIZES)' --output build/sim-measure.json
+
+.PHONY: test-sim
+test-sim: venv ## Tests of the simulated cluster only (unit + a 3-host cluster)
+	$(VENV)/bin/pytest tests/sim $(PYTEST_ARGS)
