@@ -423,11 +423,16 @@ def write_record(dest: Path, meta: dict[str, str]) -> int:
     path = manifest_path()
     manifest = load_manifest(str(path))
     dest.mkdir(parents=True, exist_ok=True)
-    freeze = subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True
-    ).stdout
-    (dest / FREEZE_FILE).write_text(freeze)
     pkgs = installed_packages()
+    if importlib.util.find_spec("pip") is not None:
+        tool = "pip freeze --all"
+        freeze = subprocess.run(
+            [sys.executable, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True
+        ).stdout
+    else:  # an environment without pip (uv-made venvs): the same name==version list from the metadata
+        tool = "importlib.metadata"
+        freeze = "".join(f"{name}=={version}\n" for name, version in pkgs.items())
+    (dest / FREEZE_FILE).write_text(freeze)
     pins = {}
     for key, pin in manifest.get("python_packages", {}).items():
         dist = DIST_NAMES.get(key, key.replace("_", "-"))
@@ -440,6 +445,7 @@ def write_record(dest: Path, meta: dict[str, str]) -> int:
         "pins": pins,
         "packages": pkgs,
         "pip_freeze_sha256": hashlib.sha256(freeze.encode()).hexdigest(),
+        "freeze_tool": tool,
     }
     (dest / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     print(f"recorded {len(pkgs)} packages in {dest / RECORD_FILE} and {dest / FREEZE_FILE}")

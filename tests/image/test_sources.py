@@ -123,8 +123,9 @@ def test_tarballs_are_deterministic(tmp_path: Path, mirror: dict[str, object]) -
     assert a["sha256"] == b["sha256"]
     with tarfile.open(tmp_path / "a" / a["archive"]) as tf:
         assert {m.uid for m in tf.getmembers()} == {0}
-        assert {m.mtime for m in tf.getmembers()} == {int(git(Path(str(mirror["base"])[7:]) / "github.com/acme/app.git",
-                                                                "log", "-1", "--format=%ct", str(mirror["head"])))}  # fmt: skip
+        app = Path(str(mirror["base"]).removeprefix("file://")) / "github.com/acme/app.git"
+        commit_time = int(git(app, "log", "-1", "--format=%ct", str(mirror["head"])))
+        assert {m.mtime for m in tf.getmembers()} == {commit_time}
 
 
 def test_tampered_tarball_fails_verify_with_the_fix(
@@ -195,8 +196,9 @@ def test_context_assembles_the_npu_build_context(tmp_path: Path, mirror: dict[st
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
     out = tmp_path / "ctx"
+    lock_dir = str(ROOT / "docker" / "lock")
     rc = sources.main(["--manifest", str(manifest), "context", "--dest", str(dest), "--lock", str(lock),
-                       "--out", str(out), "--ca-bundle", str(ca), "--lock-dir", str(ROOT / "docker" / "lock")])  # fmt: skip
+                       "--out", str(out), "--ca-bundle", str(ca), "--lock-dir", lock_dir])  # fmt: skip
     assert rc == 0
     assert (out / "ca.crt").read_text() == ca.read_text()
     assert (out / "lock" / "npu-aarch64.lock").is_file()
