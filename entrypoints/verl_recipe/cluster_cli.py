@@ -52,17 +52,34 @@ def add_cluster_commands(sub: Any, add_request_args: Callable[[argparse.Argument
     )
 
 
-def _connect(ne: NodeEnv) -> Any:
+class HeadUnreachable(RuntimeError):
+    pass
+
+
+def _connect(ne: NodeEnv, deadline_s: float) -> Any:
+    """Attach to this node's raylet once the head answers; a head still starting is waited for, not an error."""
+    import time
+
     import ray
 
-    ray.init(address=ne.gcs_address, logging_level="ERROR", log_to_driver=False)
+    from .raynode import tcp_reachable
+
+    end = time.monotonic() + deadline_s
+    while not tcp_reachable(ne.head_addr, ne.ray_port):
+        if time.monotonic() > end:
+            raise HeadUnreachable(
+                f"Ray head {ne.gcs_address} not reachable after {deadline_s:.0f} s; fix: start "
+                "ray-head on the head host (docker compose up -d ray-head) and check its log"
+            )
+        time.sleep(2)
+    ray.init(address=ne.gcs_address, _node_ip_address=ne.ip, logging_level="ERROR", log_to_driver=False)
     return ray
 
 
 def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
     from .clusterwait import views_from_ray, wait_for_cluster
 
-    ray = _connect(ne)
+    ray = _connect(ne, deadline)
     try:
         return wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline)
     finally:
@@ -101,7 +118,7 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         start_local_head(ne)
     from .clusterwait import views_from_ray, wait_for_cluster
 
-    ray = _connect(ne)
+    ray = _connect(ne, ns.wait_deadline)
     try:
         rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, ns.wait_deadline)
         if rc:
@@ -179,4 +196,7 @@ def run_cluster_command(ns: argparse.Namespace, extra: list[str]) -> int:
     except (SettingsError, NodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except HeadUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     raise SystemExit(f"unknown command {ns.cmd}")

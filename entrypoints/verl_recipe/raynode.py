@@ -130,6 +130,35 @@ def _pump(proc: subprocess.Popen[bytes], log: Path | None) -> int:
             sink.close()
 
 
+HEAD_LOST = -1000  # our own marker: the worker stopped its raylet because the head stayed unreachable
+HEAD_LOST_AFTER_S = 30.0
+
+
+def _supervise(proc: subprocess.Popen[bytes], role: str, ne: NodeEnv, stopping: threading.Event) -> int:
+    """Wait for `ray start --block`; a worker also watches its head, since Ray leaves an orphaned worker blocked."""
+    unreachable_since: float | None = None
+    while True:
+        try:
+            return proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if role != "worker" or stopping.is_set():
+            continue
+        if tcp_reachable(ne.head_addr, ne.ray_port):
+            unreachable_since = None
+            continue
+        unreachable_since = unreachable_since or time.monotonic()
+        if time.monotonic() - unreachable_since > HEAD_LOST_AFTER_S:
+            print(
+                f"{ne.name}: head {ne.gcs_address} unreachable for {HEAD_LOST_AFTER_S:.0f} s; leaving to rejoin",
+                file=sys.stderr,
+                flush=True,
+            )
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            return HEAD_LOST
+
+
 def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = None) -> int:
     dies, cpus = node_resources(ne)
     env = node_environment(ne, dies)
@@ -143,7 +172,8 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
     def stop(signum: int, _frame: FrameType | None) -> None:
         stopping.set()
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            # `ray start --block` ignores SIGTERM; SIGINT makes it stop the raylet and its other children cleanly.
+            proc.send_signal(signal.SIGINT)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -162,12 +192,17 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
             continue
         started = time.monotonic()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        rc = _pump(proc, log)
+        pump = threading.Thread(target=_pump, args=(proc, log), daemon=True)
+        pump.start()
+        rc = _supervise(proc, role, ne, stopping)
+        pump.join(timeout=5)
         if stopping.is_set():
             break
-        # A worker whose head went away, or that raced the head's start-up, tries again until its deadline.
-        if role == "worker" and time.monotonic() < deadline and time.monotonic() - started < 60:
-            print(f"{ne.name}: ray start exited with {rc}; retrying in {delay:.0f} s", file=sys.stderr, flush=True)
+        # A worker whose head went away, or that raced the head's start-up, joins again until its deadline.
+        if role == "worker" and (rc == HEAD_LOST or (time.monotonic() < deadline and time.monotonic() - started < 60)):
+            if rc == HEAD_LOST:
+                deadline = time.monotonic() + join_deadline_s
+            print(f"{ne.name}: ray start exited ({rc}); joining again in {delay:.0f} s", file=sys.stderr, flush=True)
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
