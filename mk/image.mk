@@ -4,6 +4,7 @@
 IMAGETOOL       = $(PY) docker/tools/imagetool.py
 SOURCESTOOL     = $(PY) docker/tools/sources.py
 SOC             ?= a3
+BASE_DIGEST_UPDATE ?=
 # Mirrors. PIP_INDEX_URL may carry a token: it reaches docker only through the environment (never on a logged
 # command line) and only a throwaway build stage uses it (tests/image/test_canary.py proves it).
 PIP_INDEX_URL   ?= https://pypi.org/simple
@@ -77,7 +78,7 @@ sources-verify: venv ## Check SOURCES_DIR against docker/sources.lock (no networ
 
 .PHONY: base-digest
 base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the registry is reachable
-	$(PY) docker/tools/digest.py --soc $(SOC) --manifest docker/versions.yaml
+	$(PY) docker/tools/digest.py --soc $(SOC) --manifest docker/versions.yaml $(if $(BASE_DIGEST_UPDATE),--update)
 
 .PHONY: image-runtime-npu
 image-runtime-npu: venv sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
