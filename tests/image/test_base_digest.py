@@ -39,10 +39,12 @@ class Registry(http.server.BaseHTTPRequestHandler):
             self.end_headers()
 
     def do_HEAD(self) -> None:  # noqa: N802
-        host = f"http://127.0.0.1:{self.server.server_address[1]}"
+        host = self.headers.get("Host", "")  # the loopback address:port this request was sent to
         if self.headers.get("Authorization") != "Bearer t0k":
             self.send_response(401)
-            self.send_header("WWW-Authenticate", f'Bearer realm="{host}/token",service="reg",scope="repository:x:pull"')
+            self.send_header(
+                "WWW-Authenticate", f'Bearer realm="http://{host}/token",service="reg",scope="repository:x:pull"'
+            )
             self.end_headers()
         elif self.path == "/v2/ascendhub/cann/manifests/9.0.0-a3-ubuntu22.04-py3.11":
             assert "application/vnd.oci.image.index.v1+json" in self.headers.get("Accept", "")

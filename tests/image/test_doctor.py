@@ -160,7 +160,9 @@ def test_wrong_nic_and_missing_paths_fail(
     assert checks["env:HCCL_SOCKET_IFNAME"]["status"] == "ok"
 
 
-def test_hccl_if_ip_must_be_local(node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch) -> None:
+def test_hccl_if_ip_must_be_local(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not doctor.local_addresses():
         pytest.fail("/proc/net/fib_trie lists no local address on this machine")
     monkeypatch.setenv("HCCL_IF_IP", "192.0.2.77")  # TEST-NET-1: never local
