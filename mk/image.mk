@@ -82,6 +82,8 @@ base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the reg
 
 .PHONY: image-runtime-npu
 image-runtime-npu: venv sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
+	@digest="$$($(IMAGETOOL) get base.cann.$(if $(filter a3,$(SOC)),digest,digest_$(SOC)))"; \
+	  [ -n "$$digest" ] || echo "image-runtime-npu: WARNING: no digest recorded for the SOC=$(SOC) CANN base: building from the tag only; run 'make base-digest SOC=$(SOC)' where the registry is reachable" >&2
 	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \
 	  --ca-bundle "$(PIP_CA_BUNDLE)" --lock-dir docker/lock
 	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) -f docker/npu/Dockerfile \
