@@ -11,6 +11,11 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
   echo "ensure-base: $tag is present"
   exit 0
 fi
+# The owner's builder when it is there (same tag, same cached rootfs tarball, plus its labels).
+if [ -f docker/base/build.sh ]; then
+  BASE_IMAGE="$tag" SUITE="$suite" CACHE_DIR="$cache" bash docker/base/build.sh
+  exit 0
+fi
 command -v debootstrap >/dev/null || { echo "ensure-base: debootstrap is missing: run 'make host-deps'" >&2; exit 1; }
 mkdir -p "$cache"
 tarball="$cache/rootfs-$suite-minbase.tar"

@@ -4,8 +4,8 @@ unreachable registry reported without inventing a digest."""
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import shutil
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +14,11 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "docker" / "tools"))
-import digest as base_digest  # noqa: E402
+# Loaded under a project-specific name: docker/tools is not a package and "digest" is a common module name.
+_spec = importlib.util.spec_from_file_location("verl_recipe_image_digest", ROOT / "docker" / "tools" / "digest.py")
+assert _spec and _spec.loader
+base_digest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base_digest)
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

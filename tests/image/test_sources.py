@@ -3,9 +3,9 @@ deterministic tarballs, checksums, and clear errors."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +14,11 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "docker" / "tools"))
-import sources  # noqa: E402
+# Loaded under a project-specific name: docker/tools is not a package and "sources" is a common module name.
+_spec = importlib.util.spec_from_file_location("verl_recipe_image_sources", ROOT / "docker" / "tools" / "sources.py")
+assert _spec and _spec.loader
+sources = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sources)
 
 
 def git(cwd: Path, *args: str) -> str:
