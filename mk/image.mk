@@ -131,4 +131,4 @@ lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, sh
 	$(VENV)/bin/ruff check docker/tools
 	$(VENV)/bin/ruff format --check docker/tools
 	$(VENV)/bin/mypy --strict docker/tools
-	bash -n docker/sim-runtime/ensure-base.sh docker/sim-runtime/repro-check.sh docker/sim-runtime/lock-check.sh docker/lock/lock.sh
+	for f in docker/sim-runtime/*.sh docker/lock/*.sh; do bash -n "$$f"; done
