@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3 -IS
 """The Ascend A3 host surface of one simulated host: stand-ins for `npu-smi` and `hccn_tool`, the fault state, and
 the files and services a real host has (hccn.conf, version.info, device nodes, sshd, dockerd, shared storage).
 
@@ -31,6 +31,13 @@ from typing import Any
 
 DIES = 16  # dies per A3 node (8 NPU modules x 2 dies)
 NPU_PORT = 4791  # UDP port of the NPU-network responder (the RoCE v2 port, for recognisability)
+
+
+def npu_port() -> int:
+    # The unit tests run a responder on loopback at a free port.
+    return int(os.environ.get("VERL_SIM_NPU_PORT", NPU_PORT))
+
+
 LIB_DIR = "/usr/lib/verl-sim"
 SHIM = f"{LIB_DIR}/libverlsim.so"
 SHARED_SOURCE = "/var/lib/verl-sim/shared"  # where the shared volume is mounted; bound onto site_shared_root
@@ -543,7 +550,7 @@ def hccn_ping(h: Host, die: int, target: str, count: int) -> tuple[list[str], in
             for seq in range(count):
                 nonce = os.urandom(4).hex()
                 start = time.monotonic()
-                s.sendto(f"PING {target} {seq} {nonce}".encode(), (peer["cluster_ip"], NPU_PORT))
+                s.sendto(f"PING {target} {seq} {nonce}".encode(), (peer["cluster_ip"], npu_port()))
                 deadline = start + ping_timeout()
                 while True:
                     left = deadline - time.monotonic()
@@ -623,7 +630,7 @@ def npud() -> int:
     """Answer NPU-network pings addressed to this host's dies (link up and address set)."""
     h = Host.load()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((h.entry["cluster_ip"], NPU_PORT))
+        s.bind((h.entry["cluster_ip"], npu_port()))
         while True:
             data, peer = s.recvfrom(512)
             parts = data.decode(errors="replace").split()
@@ -893,7 +900,8 @@ def fault_cmd(argv: list[str], do_apply: bool = True) -> int:
                 if f not in faults:
                     faults.append(f)
             set_faults([f.spec for f in faults])
-        if do_apply:
+        # VERL_SIM_NO_APPLY=1: record the state only (unit tests, outside a simulated host).
+        if do_apply and not os.environ.get("VERL_SIM_NO_APPLY"):
             apply()
     return 0
 

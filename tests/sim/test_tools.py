@@ -1,0 +1,296 @@
+"""Unit tests of the simulated A3 host's stand-in tools, run as scripts on this machine with a scratch state."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sim.helpers import FIXTURES, TOOLS, HostState, simctl, simhost
+
+
+def cluster(nodes: int = 2, hdk_min: str = "26.0.RC1", base_ip: str = "127.0.0.0/24") -> dict[str, Any]:
+    c: dict[str, Any] = simctl.describe("unit", nodes, ipaddress.IPv4Network(base_ip))
+    c["hdk_min"] = hdk_min
+    return c
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostState:
+    return HostState(tmp_path, cluster(), "a3-01")
+
+
+def test_npu_smi_info_is_the_verbatim_a3_sample(tmp_path: Path) -> None:
+    # facts 2.1: npu-smi 24.1.rc3.7 on an A3 node; with that driver version the stand-in prints the same bytes.
+    h = HostState(tmp_path, cluster(hdk_min="24.1.rc3.7"), "a3-01")
+    assert h.out("npu-smi", "info") == (FIXTURES / "npu-smi-info-a3.txt").read_text()
+
+
+def test_npu_smi_info_warns_when_driver_install_is_incomplete(tmp_path: Path) -> None:
+    h = HostState(tmp_path, cluster(), "a3-01", complete_install=False)
+    assert h.out("npu-smi", "info").splitlines()[-1] == simhost.INSTALL_WARNING
+
+
+def test_npu_smi_info_header_carries_the_driver_version(host: HostState) -> None:
+    lines = host.out("npu-smi", "info").splitlines()
+    assert lines[1] == "| npu-smi 26.0.rc1                 Version: 26.0.rc1" + " " * 45 + "|"
+    assert {len(line) for line in lines} == {98}
+    assert sum(1 for line in lines if "Ascend910" in line) == 16
+
+
+def test_health_fault_changes_exactly_one_die_row(host: HostState) -> None:
+    before = host.out("npu-smi", "info").splitlines()
+    host.set_faults("health-alarm:3")
+    after = host.out("npu-smi", "info").splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert changed == [(before[15], before[15].replace("| OK            |", "| Alarm         |"))]
+    assert "Ascend910" in before[15]  # die 3 = NPU 1 chip 1: the 4th die row
+    health = host.out("npu-smi", "info", "-t", "health", "-i", "1", "-c", "1")
+    assert health.splitlines()[0] == "\tHealth Status                  : Alarm"
+    assert "Error Code" in health and ": NA" not in health
+    assert host.out("npu-smi", "info", "-t", "health", "-i", "1", "-c", "0").splitlines()[0].endswith(": OK")
+    # without -c the NPU reports its worst die
+    assert host.out("npu-smi", "info", "-t", "health", "-i", "1").splitlines()[0].endswith(": Alarm")
+
+
+def test_health_warning_words(host: HostState) -> None:
+    host.set_faults("health-warning:0")
+    assert "| Warning       |" in host.out("npu-smi", "info").splitlines()[6]
+
+
+def test_mapping_format(host: HostState) -> None:
+    lines = host.out("npu-smi", "info", "-m").splitlines()
+    assert lines[0].split() == ["NPU", "ID", "Chip", "ID", "Chip", "Logic", "ID", "Chip", "Phy-ID", "Chip", "Name"]
+    assert all(line.startswith("\t") for line in lines)
+    rows = [line.split() for line in lines[1:]]
+    assert len(rows) == 24  # 8 NPUs x (2 dies + Mcu)
+    dies = [r for r in rows if r[4] == "Ascend910"]
+    assert [int(r[3]) for r in dies] == list(range(16))
+    assert all(r[2:4] == ["-", "-"] for r in rows if r[4] == "Mcu")
+    assert lines[1] == "\t" + " ".join(f"{c:<30}" for c in ["0", "0", "0", "0", "Ascend910"])
+
+
+def test_fewer_dies(host: HostState) -> None:
+    host.set_faults("dies:15")
+    assert sum(1 for line in host.out("npu-smi", "info", "-m").splitlines() if "Ascend910" in line) == 15
+    assert sum(1 for line in host.out("npu-smi", "info").splitlines() if "Ascend910" in line) == 15
+    assert host.out("npu-smi", "info", "-t", "board", "-i", "7").splitlines()[-1].endswith(": 1")
+    p = host.tool("hccn_tool", "-i", "15", "-link", "-g")
+    assert p.returncode == 1 and "device id 15 is invalid" in p.stderr
+    assert host.out("hccn_tool", "-i", "14", "-link", "-g") == "link status: UP\n"
+
+
+def test_board_fields_in_source_order(host: HostState) -> None:
+    lines = host.out("npu-smi", "info", "-t", "board", "-i", "0").splitlines()
+    keys = [line.split(":")[0].strip() for line in lines]
+    assert keys[:8] == [
+        "NPU ID",
+        "Product Name",
+        "Model",
+        "Manufacturer",
+        "Serial Number",
+        "Software Version",
+        "Firmware Version",
+        "Compatibility",
+    ]
+    assert keys[-1] == "Chip Count" and lines[-1].endswith(": 2")
+    assert all(line.startswith("\t") and line[31:34] == " : " for line in lines)
+    assert "\tPCIe Bus Info                  : 0000:9D:00.0" in lines
+    chip = host.out("npu-smi", "info", "-t", "board", "-i", "0", "-c", "1").splitlines()
+    assert "\tChip ID                        : 1" in chip
+
+
+def test_spod_info(host: HostState) -> None:
+    lines = host.out("npu-smi", "info", "-t", "spod-info", "-i", "0", "-c", "0").splitlines()
+    assert [line.split(":")[0].strip() for line in lines] == ["SDID", "Super Pod Size", "Super Pod ID", "Server Index"]
+    other = HostState(host.dir.parent / "b", host.cluster, "a3-02")
+    assert other.out("npu-smi", "info", "-t", "spod-info", "-i", "0", "-c", "0").splitlines()[3].endswith(": 1")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["info", "-t", "board", "-i", "8"],
+        ["info", "-t", "health", "-i", "x"],
+        ["info", "-t", "board", "-i", "0", "-c", "2"],
+    ],
+)
+def test_npu_smi_rejects_bad_ids(host: HostState, args: list[str]) -> None:
+    p = host.tool("npu-smi", *args)
+    assert p.returncode == 1 and "invalid" in p.stderr and p.stdout == ""
+
+
+def test_hccn_tool_formats(host: HostState) -> None:
+    assert host.out("hccn_tool", "-i", "7", "-link", "-g") == "link status: UP\n"
+    assert host.out("hccn_tool", "-i", "7", "-ip", "-g") == "ipaddr:198.18.7.11\nnetmask:255.255.0.0\n"
+    assert host.out("hccn_tool", "-i", "7", "-net_health", "-g") == "net health status: Success\n"
+    assert host.out("hccn_tool", "-i", "7", "-netdetect", "-g") == "netdetect addr: 198.18.0.1\n"
+    assert host.out("hccn_tool", "-i", "7", "-gateway", "-g") == "default gateway:198.18.0.1, Iface:eth7\n"
+    assert host.out("hccn_tool", "-i", "7", "-tls", "-g").startswith("dev_id:7, tls switch[0](0:disable, 1:enable)")
+
+
+@pytest.mark.parametrize(
+    ("fault", "die", "args", "expected", "rc"),
+    [
+        ("link-down:7", "7", ["-link", "-g"], "link status: DOWN\n", 0),
+        ("ip-missing:7", "7", ["-ip", "-g"], "Get ipconf failed, because no ip was preset there!\n", 1),
+        ("net-health:7", "7", ["-net_health", "-g"], "net health status: Fault\n", 0),
+    ],
+)
+def test_hccn_faults_hit_only_their_die(
+    host: HostState, fault: str, die: str, args: list[str], expected: str, rc: int
+) -> None:
+    others = (0, 6, 8, 15)  # the neighbours in both directions and the ends
+    healthy = {d: host.tool("hccn_tool", "-i", str(d), *args).stdout for d in others}
+    host.set_faults(fault)
+    p = host.tool("hccn_tool", "-i", die, *args)
+    assert (p.stdout, p.returncode) == (expected, rc)
+    assert {d: host.tool("hccn_tool", "-i", str(d), *args).stdout for d in others} == healthy
+
+
+def test_hccn_conf(host: HostState) -> None:
+    conf = host.out("hccn_tool", "-i", "0", "-ip", "-g")
+    assert conf.startswith("ipaddr:198.18.0.11")
+    text = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", []))
+    keys = dict(line.split("=", 1) for line in text.splitlines())
+    assert [keys[f"address_{d}"] for d in range(16)] == host.cluster["hosts"][0]["npu_ips"]
+    # the two dies of a module hold static ARP entries for each other (facts 2.10)
+    assert keys["arp_0"].startswith("-i eth0 -s 198.18.1.11 ") and keys["arp_1"].startswith("-i eth1 -s 198.18.0.11 ")
+    missing = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", [simhost.Fault("ip-missing", "2")]))
+    assert "address_2=" not in missing and "netmask_2=" not in missing and "address_3=" in missing
+
+
+def test_versions(host: HostState) -> None:
+    h = simhost.Host(host.cluster, "a3-01", [])
+    assert "Version=26.0.rc1\n" in simhost.driver_version_info(h)
+    old = simhost.Host(host.cluster, "a3-01", [simhost.Fault("driver-old"), simhost.Fault("firmware-old", "25.3.rc1")])
+    assert "Version=25.5.0\n" in simhost.driver_version_info(old)
+    assert "package_version=25.3.rc1\n" in simhost.firmware_version_info(old)
+    assert simhost.version_below("25.5.0", "26.0.RC1") and simhost.version_below("26.0.rc1", "26.0.0")
+    assert not simhost.version_below("26.0.rc1", "26.0.RC1")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("link-down:16", "die must be a number 0-15"),
+        ("link-down", "die must be a number 0-15"),
+        ("dies:16", "dies must be 1-15"),
+        ("ping-loss:a3-09", "not in this simulated cluster"),
+        ("ping-loss:a3-01", "another host"),
+        ("driver-old:27.0.0", "not below the minimum"),
+        ("clock-skew:abc", "whole seconds"),
+        ("arch:x86_64", "own architecture"),
+        ("no-docker:1", "takes no value"),
+        ("melt:1", "unknown fault"),
+    ],
+)
+def test_bad_faults_are_refused(host: HostState, spec: str, message: str) -> None:
+    c = dict(host.cluster, native_arch="x86_64")
+    with pytest.raises(simhost.SimError, match=message):
+        simhost.parse_fault(spec, c, "a3-01")
+
+
+def test_fault_add_replaces_single_valued_faults(host: HostState) -> None:
+    env = host.env()
+    run = [sys.executable, str(TOOLS / "simhost.py"), "fault"]
+    # `apply` needs a real host (mounts, services); VERL_SIM_NO_APPLY=1 records the state only.
+    for spec in ("clock-skew:10", "clock-skew:20", "link-down:1", "link-down:1"):
+        p = subprocess.run([*run, "add", spec], env=dict(env, VERL_SIM_NO_APPLY="1"), capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    p = subprocess.run([*run, "list"], env=env, capture_output=True, text=True, check=True)
+    assert p.stdout.split() == ["clock-skew:20", "link-down:1"]
+    p = subprocess.run([*run, "add", "melt"], env=dict(env, VERL_SIM_NO_APPLY="1"), capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "unknown fault 'melt'" in p.stderr
+
+
+# ---- the NPU network: hccn_tool -ping against responders on loopback ----
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def npu_net(tmp_path: Path) -> Iterator[tuple[HostState, HostState, dict[str, str]]]:
+    """Two hosts on 127.0.0.11 and 127.0.0.12, each with its responder (simhost.py npud)."""
+    c = cluster(2)
+    a, b = HostState(tmp_path / "a", c, "a3-01"), HostState(tmp_path / "b", c, "a3-02")
+    extra = {"VERL_SIM_NPU_PORT": str(free_udp_port()), "VERL_SIM_PING_TIMEOUT": "1.0"}
+    procs = [subprocess.Popen([sys.executable, str(TOOLS / "simhost.py"), "npud"], env=h.env(**extra)) for h in (a, b)]
+    try:
+        # Wait until both responders answer (they bind within milliseconds; the loop only guards a slow start).
+        for _ in range(100):
+            p = a.tool("hccn_tool", "-i", "0", "-ping", "-g", "address", "198.18.0.12", **extra)
+            q = a.tool("hccn_tool", "-i", "0", "-ping", "-g", "address", "198.18.0.11", **extra)
+            if "3 received" in p.stdout and "3 received" in q.stdout:
+                break
+            time.sleep(0.1)
+        yield a, b, extra
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def test_ping_a_reachable_peer(npu_net: tuple[HostState, HostState, dict[str, str]]) -> None:
+    a, _, extra = npu_net
+    p = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", "198.18.9.12", **extra)
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0
+    assert lines[0] == "device 3 PING 198.18.9.12"
+    assert [line.split(",")[0] for line in lines[1:4]] == ["recv seq=0", "recv seq=1", "recv seq=2"]
+    assert lines[4] == "3 packets transmitted, 3 received, 0.00% packet loss"
+
+
+@pytest.mark.parametrize(
+    ("on", "fault", "target"),
+    [
+        ("b", "link-down:9", "198.18.9.12"),  # the peer's die is down
+        ("b", "ip-missing:9", "198.18.9.12"),  # the peer's die has no address
+        ("a", "ping-loss:a3-02", "198.18.9.12"),  # this host loses everything to a3-02
+        ("a", "link-down:3", "198.18.9.12"),  # the sending die is down
+    ],
+)
+def test_ping_loss(npu_net: tuple[HostState, HostState, dict[str, str]], on: str, fault: str, target: str) -> None:
+    a, b, extra = npu_net
+    (a if on == "a" else b).set_faults(fault)
+    p = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", target, **extra)
+    assert p.returncode == 1
+    assert p.stdout.splitlines()[-1] == "3 packets transmitted, 0 received, 100.00% packet loss"
+    # the other dies of the same peer still answer
+    ok = a.tool("hccn_tool", "-i", "4", "-ping", "-g", "address", "198.18.10.12", **extra)
+    assert ("3 received" in ok.stdout) == (fault != "ping-loss:a3-02")
+
+
+def test_ping_an_unknown_address(npu_net: tuple[HostState, HostState, dict[str, str]]) -> None:
+    a, _, extra = npu_net
+    p = a.tool("hccn_tool", "-i", "0", "-ping", "-g", "address", "198.18.0.99", **extra)
+    assert p.returncode == 1 and "0 received, 100.00% packet loss" in p.stdout
+
+
+def test_unknown_option_is_a_usage_error(host: HostState) -> None:
+    p = host.tool("hccn_tool", "-i", "0", "-frobnicate", "-g")
+    assert p.returncode == 2 and p.stdout == "" and "usage: hccn_tool" in p.stderr
+    p = host.tool("npu-smi", "info", "-t", "board")
+    assert p.returncode == 2 and "usage: npu-smi" in p.stderr
+
+
+def test_tools_outside_a_simulated_host_fail_clearly(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [str(TOOLS / "npu-smi"), "info"],
+        env={"VERL_SIM_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 1 and "not a simulated host" in p.stderr and p.stderr.count("\n") == 1
