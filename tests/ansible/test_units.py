@@ -163,3 +163,12 @@ def test_asset_manifest(tmp_path: Any) -> None:
     (tmp_path / "m" / "config.json").write_text("{ }")
     assert man.manifest(str(tmp_path / "m"), 10)["sha256"] != a["sha256"]
     assert man.manifest(str(tmp_path / "nope"), 10)["present"] is False
+
+
+def test_engine_limits_parser() -> None:
+    text = (
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max open files            20000                20000                files     \n"
+        "Max locked memory         8388608              unlimited            bytes     \n"
+    )
+    assert pre.parse_limits(text) == {"nofile": 20000, "memlock": -1}

@@ -465,6 +465,26 @@ def time_check(host: Host) -> tuple[Check | None, float]:
     return None, stamp
 
 
+def parse_limits(text: str) -> dict[str, int]:
+    """Hard `Max open files` and `Max locked memory` of a /proc/<pid>/limits file; -1 = unlimited."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        for key, label in (("nofile", "Max open files"), ("memlock", "Max locked memory")):
+            if line.startswith(label):
+                hard = line[len(label) :].split()[1]
+                out[key] = -1 if hard == "unlimited" else int(hard)
+    return out
+
+
+def engine_limits() -> dict[str, int]:
+    """Hard limits of the running dockerd (containers cannot get more), else of this process."""
+    pidtext = read("/var/run/docker.pid") or ""
+    limits = parse_limits(read(f"/proc/{pidtext.strip()}/limits") or "") if pidtext.strip().isdigit() else {}
+    if len(limits) < 2:
+        limits = parse_limits(read("/proc/self/limits") or "")
+    return limits
+
+
 def run_all(p: dict[str, Any]) -> dict[str, Any]:
     host = Host(p)
     tcheck, stamp = time_check(host)
@@ -480,6 +500,7 @@ def run_all(p: dict[str, Any]) -> dict[str, Any]:
         "docker_present": info["docker"],
         "compose_present": info["compose"],
         "service_mgr": "systemd" if os.path.isdir("/run/systemd/system") else "service",
+        "engine_limits": engine_limits(),
     }
 
 
