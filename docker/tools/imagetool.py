@@ -77,8 +77,20 @@ def git(*args: str) -> str:
 # The inputs of each image: its SOURCE_DATE_EPOCH is the time of the last commit touching them, so a commit
 # elsewhere in the repository does not invalidate the heavy runtime layers.
 EPOCH_PATHS = {
-    "sim-runtime": ("docker/sim-runtime", "docker/versions.yaml"),
-    "npu": ("docker/npu", "docker/lock", "docker/versions.yaml", "docker/sources.lock"),
+    "sim-runtime": (
+        "docker/sim-runtime/Dockerfile",
+        "docker/sim-runtime/requirements.lock",
+        "docker/sim-runtime/requirements-pypi.lock",
+        "docker/sim-runtime/verl.lock",
+        "docker/versions.yaml",
+    ),
+    "npu": (
+        "docker/npu/Dockerfile",
+        "docker/lock/npu-aarch64.lock",
+        "docker/lock/npu-ascend-aarch64.lock",
+        "docker/versions.yaml",
+        "docker/sources.lock",
+    ),  # fmt: skip
     "recipe": (),
 }
 
