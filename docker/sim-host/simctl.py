@@ -504,6 +504,7 @@ def measure(a: argparse.Namespace) -> None:
             res = up(ns)
             time.sleep(a.settle)  # let the engines finish their start-up work before reading memory
             mem = container_memory(a.name)
+            rss = container_rss(a.name)
             after = meminfo_used()
         finally:
             teardown(a.name, Path(a.inventory) if a.inventory else default_inventory(a.name), quiet=True)
@@ -517,6 +518,7 @@ def measure(a: argparse.Namespace) -> None:
                 "mem_per_host_mib_mean": round(sum(mem.values()) / len(mem), 1),
                 "mem_per_host_mib_max": round(max(mem.values()), 1),
                 "mem_total_mib_cgroups": round(sum(mem.values()), 1),
+                "rss_per_host_mib_mean": round(sum(rss.values()) / len(rss), 1),
                 "machine_used_delta_mib": round(after - before, 1),
             }
         )
@@ -544,6 +546,15 @@ def container_memory(name: str) -> dict[str, float]:
         if m:
             mem[cname] = float(m.group(1)) * units.get(m.group(2), 1.0)
     return mem
+
+
+def container_rss(name: str) -> dict[str, float]:
+    """Resident memory of every process in each host (shared libraries counted once per process)."""
+    out = {}
+    for cname in labelled("container", name):
+        rss = docker("exec", cname, "ps", "-eo", "rss=").stdout.split()
+        out[cname] = sum(int(x) for x in rss) / 1024
+    return out
 
 
 def main(argv: list[str]) -> int:
