@@ -12,5 +12,16 @@ ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 cp -r "$here/Dockerfile" "$here/shim" "$here/tools" "$here/rootfs" "$ctx/"
 cp "$(readlink -f "$compose")" "$ctx/docker-compose"
-docker build --quiet --build-arg "BASE_IMAGE=$base" -t "$tag" "$ctx" >/dev/null
+# Labels: the last commit of docker/sim-host (its time and tree) rather than the clock, so rebuilding one commit
+# gives the same labels; outside a git checkout they say "unknown".
+repo="$(cd "$here/../.." && pwd)"
+git_or() { git -C "$repo" "$@" 2>/dev/null || echo unknown; }
+created="$(git_or log -1 --format=%cI -- docker/sim-host)"
+ref="$(git_or rev-parse HEAD)"
+tree="$(git_or rev-parse --short=12 HEAD:docker/sim-host)"
+source="$(git_or remote get-url origin)"
+[ -n "$created" ] || created=unknown
+docker build --quiet --build-arg "BASE_IMAGE=$base" \
+  --build-arg "IMAGE_CREATED=$created" --build-arg "VCS_REF=$ref" --build-arg "VCS_SOURCE=$source" \
+  --build-arg "SIM_HOST_TREE=$tree" -t "$tag" "$ctx" >/dev/null
 echo "sim-image: built $tag ($(docker image inspect --format '{{.Id}}' "$tag"))"
