@@ -228,3 +228,10 @@ def test_pip_index_secret_never_reaches_the_image(sim_image: str, canary: dict[s
     assert token not in inspect
     assert saved_image_contains(canary["runtime"], token.encode(), tmp_path) == []
     assert token not in build.stdout + build.stderr
+    # Same locks, another route (offline wheelhouse instead of the index): the same package set (reproducibility).
+    for record in ("runtime-pip-freeze.txt", "runtime-dpkg.txt"):
+        ours, theirs = (
+            sh("docker", "run", "--rm", "--network", "none", image, "cat", f"/opt/verl-recipe/{record}").stdout
+            for image in (canary["runtime"], RUNTIME)
+        )
+        assert ours.strip() and ours == theirs, record
