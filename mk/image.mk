@@ -46,6 +46,7 @@ image-runtime-sim: export PIP_INDEX_URL := $(PIP_INDEX_URL)
 .PHONY: wheels-sim
 wheels-sim: venv ## Download every locked file of the sim runtime into SIM_WHEELHOUSE (for offline builds)
 	@test -n "$(SIM_WHEELHOUSE)" || { echo "wheels-sim: set SIM_WHEELHOUSE=<folder>" >&2; exit 2; }
+	@python3 -m pip --version >/dev/null 2>&1 || { echo "wheels-sim: python3 has no pip: apt-get install python3-pip" >&2; exit 1; }
 	mkdir -p $(SIM_WHEELHOUSE)
 	# The host's pip, on the same platform as the image (x86_64, CPython 3.11); sdists are kept as sdists.
 	python3 -m pip download --quiet --no-deps --require-hashes \
