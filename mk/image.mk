@@ -37,8 +37,9 @@ image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (
 	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
 	$(IMAGETOOL) sim-context $(IMAGE_BUILD_DIR)/sim-runtime --ca-bundle "$(PIP_CA_BUNDLE)" \
 	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d)) $(if $(SIM_WHEELHOUSE),--wheelhouse $(SIM_WHEELHOUSE))
+	$(IMAGETOOL) build-args sim-runtime > $(IMAGE_BUILD_DIR)/sim-runtime.args
 	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $(SIM_RUNTIME_IMAGE) -f docker/sim-runtime/Dockerfile \
-	  $$($(IMAGETOOL) build-args sim-runtime) --build-arg PIP_INDEX_URL \
+	  $$(cat $(IMAGE_BUILD_DIR)/sim-runtime.args) --build-arg PIP_INDEX_URL \
 	  $(if $(SIM_WHEELHOUSE),--build-arg PIP_NO_INDEX=1) $(IMAGE_BUILD_DIR)/sim-runtime
 	$(IMAGETOOL) label-check $(SIM_RUNTIME_IMAGE)
 image-runtime-sim: export PIP_INDEX_URL := $(PIP_INDEX_URL)
@@ -61,8 +62,9 @@ image-sim: image-runtime-sim ## Build verl-recipe:sim: the recipe layer on the s
 image-recipe: venv
 	@test -n "$(RUNTIME_IMAGE)" -a -n "$(RECIPE_IMAGE)" || { echo "image-recipe: set RUNTIME_IMAGE and RECIPE_IMAGE" >&2; exit 2; }
 	# --network none: the recipe layer downloads nothing, so it builds offline and in seconds.
-	docker build --network none -t $(RECIPE_IMAGE) -f docker/recipe/Dockerfile \
-	  $$($(IMAGETOOL) build-args recipe --set RUNTIME_IMAGE=$(RUNTIME_IMAGE)) .
+	mkdir -p $(IMAGE_BUILD_DIR)
+	$(IMAGETOOL) build-args recipe --set RUNTIME_IMAGE=$(RUNTIME_IMAGE) > $(IMAGE_BUILD_DIR)/recipe.args
+	docker build --network none -t $(RECIPE_IMAGE) -f docker/recipe/Dockerfile $$(cat $(IMAGE_BUILD_DIR)/recipe.args) .
 	$(IMAGETOOL) label-check $(RECIPE_IMAGE)
 
 .PHONY: image-repro-sim
@@ -81,14 +83,20 @@ sources-verify: venv ## Check SOURCES_DIR against docker/sources.lock (no networ
 base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the registry is reachable
 	$(PY) docker/tools/digest.py --soc $(SOC) --manifest docker/versions.yaml $(if $(BASE_DIGEST_UPDATE),--update)
 
+# The NPU build arguments, written first so that a bad SOC stops everything before anything starts.
+.PHONY: npu-args
+npu-args: venv
+	mkdir -p $(IMAGE_BUILD_DIR)
+	$(IMAGETOOL) build-args npu --soc $(SOC) > $(IMAGE_BUILD_DIR)/npu-$(SOC).args
+
 .PHONY: image-runtime-npu
-image-runtime-npu: venv sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
+image-runtime-npu: venv npu-args sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
 	@digest="$$($(IMAGETOOL) get base.cann.$(if $(filter a3,$(SOC)),digest,digest_$(SOC)))"; \
 	  [ -n "$$digest" ] || echo "image-runtime-npu: WARNING: no digest recorded for the SOC=$(SOC) CANN base: building from the tag only; run 'make base-digest SOC=$(SOC)' where the registry is reachable" >&2
 	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \
 	  --ca-bundle "$(PIP_CA_BUNDLE)" --lock-dir docker/lock
 	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) -f docker/npu/Dockerfile \
-	  $$($(IMAGETOOL) build-args npu --soc $(SOC)) --build-arg PIP_INDEX_URL --build-arg ASCEND_INDEX_URL \
+	  $$(cat $(IMAGE_BUILD_DIR)/npu-$(SOC).args) --build-arg PIP_INDEX_URL --build-arg ASCEND_INDEX_URL \
 	  $(IMAGE_BUILD_DIR)/npu
 image-runtime-npu: export PIP_INDEX_URL := $(PIP_INDEX_URL)
 image-runtime-npu: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)

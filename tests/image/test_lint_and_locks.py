@@ -132,3 +132,16 @@ def test_npu_image_target_stops_without_fetched_sources(tmp_path: Path) -> None:
     assert out.returncode != 0
     assert "make sources" in out.stderr
     assert "docker build" not in out.stdout  # nothing half-started
+
+
+def test_bad_soc_stops_the_npu_build_before_anything_starts(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["make", "--no-print-directory", "image-npu", "SOC=a9", f"IMAGE_BUILD_DIR={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode != 0
+    assert "SOC='a9'" in out.stderr and "a2" in out.stderr
+    assert "docker build" not in out.stdout and "sources" not in out.stdout
