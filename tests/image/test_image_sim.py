@@ -126,6 +126,18 @@ def test_runtime_has_no_build_leftovers(sim_image: str) -> None:
     assert out.returncode == 0, f"build leftovers in the runtime: {out.stdout}"
 
 
+def test_ray_head_runs_a_task_in_the_image(sim_image: str) -> None:
+    # Everything Ray needs to run is in the image: a head with its dashboard, a task scheduled and returned.
+    script = (
+        "ray start --head --disable-usage-stats --num-cpus 2 --dashboard-host 127.0.0.1 >/tmp/ray.log 2>&1 "
+        "|| { tail -20 /tmp/ray.log; exit 1; }; "
+        "python -c \"import ray; ray.init(address='auto'); "
+        "print('answer', ray.get(ray.remote(lambda: 41 + 1).remote()))\"; rc=$?; ray stop >/dev/null 2>&1; exit $rc"
+    )
+    out = sh("docker", "run", "--rm", "--network", "none", "--shm-size", "1g", sim_image, "bash", "-c", script)
+    assert "answer 42" in out.stdout
+
+
 @pytest.mark.parametrize("image", [RUNTIME, IMAGE])
 def test_oci_labels(sim_image: str, image: str) -> None:
     labels = json.loads(sh("docker", "image", "inspect", "--format", "{{json .Config.Labels}}", image).stdout)
