@@ -6,7 +6,8 @@ SOURCESTOOL     = $(PY) docker/tools/sources.py
 SOC             ?= a3
 BASE_DIGEST_UPDATE ?=
 # Mirrors. PIP_INDEX_URL may carry a token: it reaches docker only through the environment (never on a logged
-# command line) and only a throwaway build stage uses it (tests/image/test_canary.py proves it).
+# command line) and only a throwaway build stage uses it
+# (tests/image/test_image_sim.py::test_pip_index_secret_never_reaches_the_image proves it).
 PIP_INDEX_URL   ?= https://pypi.org/simple
 ASCEND_INDEX_URL ?=
 PIP_CA_BUNDLE   ?= /etc/ssl/certs/ca-certificates.crt
@@ -28,9 +29,6 @@ DEBIAN_SUITE    = $(shell $(IMAGETOOL) get base.debian_suite)
 UV_LOCK         = uv pip compile --quiet --generate-hashes --python-version 3.11
 NPU_PLATFORM    ?= aarch64-manylinux_2_28
 SIM_PLATFORM    ?= x86_64-manylinux_2_28
-GIT_BUILT_NO_EMIT = --no-emit-package verl --no-emit-package vllm --no-emit-package vllm-ascend \
-  --no-emit-package megatron-core --no-emit-package mindspeed --no-emit-package megatron-bridge \
-  --no-emit-package transformers
 
 .PHONY: image-runtime-sim
 image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (classic builder)
@@ -120,6 +118,12 @@ lock-sim: venv ## Re-resolve the simulated runtime's locks from the manifest
 .PHONY: lock-npu
 lock-npu: venv ## Re-resolve the NPU lock (linux/aarch64, Python 3.11; ASCEND_INDEX_URL=<mirror> for triton-ascend)
 	bash docker/lock/lock.sh write
+# Through the environment, not the logged command line (the URL may carry a token).
+lock-npu lock-npu-check: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
+lock-npu lock-npu-check: export NPU_PLATFORM := $(NPU_PLATFORM)
+lock-npu lock-npu-check lock-sim-check: export PY := $(PY)
+lock-sim-check: export SIM_FIND_LINKS := $(SIM_FIND_LINKS)
+lock-sim-check: export SIM_PLATFORM := $(SIM_PLATFORM)
 
 .PHONY: lock-npu-check
 lock-npu-check: venv ## Fail when the NPU lock no longer resolves to itself or its input changed (needs PyPI)

@@ -220,10 +220,6 @@ def image_tag(kind: str, soc: str) -> str:
     raise UsageError(f"image kind {kind!r} is unknown: use npu-runtime or npu")
 
 
-# Packages built from git sources in the NPU image: the lock leaves them out (`no-emit`), see docs/image.md.
-GIT_BUILT = ("verl", "vllm", "vllm-ascend", "megatron-core", "mindspeed", "megatron-bridge", "transformers")
-
-
 def lock_input(kind: str) -> str:
     m = manifest()
     pk = m["python_packages"]
