@@ -30,9 +30,14 @@ def load_plugin(relpath: str) -> ModuleType:
 
 
 def playbook(
-    inventory: Path, *args: str, playbook_file: str = "deploy.yml", timeout: int = 1800
+    inventory: Path,
+    *args: str,
+    playbook_file: str = "deploy.yml",
+    timeout: int = 1800,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
+    env.update(extra_env or {})
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["ANSIBLE_CONFIG"] = str(ANSIBLE_DIR / "ansible.cfg")
     env["ANSIBLE_NOCOLOR"] = "1"

@@ -172,3 +172,20 @@ def test_engine_limits_parser() -> None:
         "Max locked memory         8388608              unlimited            bytes     \n"
     )
     assert pre.parse_limits(text) == {"nofile": 20000, "memlock": -1}
+
+
+def test_lost_pings_blamed_on_the_faulty_peer() -> None:
+    ips = {"a": ["10.0.0.1", "10.0.1.1"], "b": ["10.0.0.2", "10.0.1.2"], "c": ["10.0.0.3", "10.0.1.3"]}
+
+    def c(check: str, ok: bool, found: str) -> dict[str, Any]:
+        return {"check": check, "ok": ok, "found": found, "expected": "", "fix": "" if ok else "fix it"}
+
+    results = {
+        "a": {"checks": [c("npu_ping", False, "die 1: 100.00% loss to 10.0.1.2")]},
+        "b": {"checks": [c("npu_link", False, "die 1: DOWN"), c("npu_ping", True, "2 dies OK")]},
+        "c": {"checks": [c("npu_ping", False, "die 0: 100.00% loss to 10.0.0.1")]},
+    }
+    s = rep.summarize(["a", "b", "c"], results, ips)
+    assert s["failed_hosts"] == ["b", "c"]  # a's only lost ping is explained by b's link
+    c_row = next(r for r in s["failures"] if r["host"] == "c")
+    assert "(a die 0)" in c_row["found"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from ansible.plugins.action import ActionBase
@@ -46,10 +47,42 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def summarize(nodes: list[str], results: dict[str, Any]) -> dict[str, Any]:
+DIE_CHECKS = ("chip_health", "npu_link", "npu_ip", "npu_net_health")
+PING_ENTRY = re.compile(r"^die (\d+): .*?(?:to |ping )(\d+\.\d+\.\d+\.\d+)")
+
+
+def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]]) -> None:
+    """A lost ping from die i of host A to host B is B's fault when B's die i (or B itself) already failed a check:
+    name the peer, and drop such entries so the healthy sender is reported healthy."""
+    owner = {ip: (host, die) for host, ips in npu_ips.items() for die, ip in enumerate(ips)}
+    broken_hosts = {r["host"] for r in rows if not r["ok"] and r["check"] in ("ssh", "preflight")}
+    broken_dies = set()
+    for r in rows:
+        if not r["ok"] and r["check"] in DIE_CHECKS:
+            broken_dies |= {(r["host"], int(d)) for d in re.findall(r"die (\d+):", r["found"])}
+    for r in rows:
+        if r["check"] != "npu_ping" or r["ok"]:
+            continue
+        kept, explained = [], []
+        for entry in r["found"].split("; "):
+            m = PING_ENTRY.match(entry)
+            peer = owner.get(m.group(2)) if m else None
+            if m and peer:
+                entry = f"{entry} ({peer[0]} die {peer[1]})"
+                if peer[0] in broken_hosts or peer in broken_dies or (r["host"], int(m.group(1))) in broken_dies:
+                    explained.append(entry)
+                    continue
+            kept.append(entry)
+        r["found"] = "; ".join(kept) if kept else "lost pings explained by faults listed above: " + "; ".join(explained)
+        r["ok"] = not kept
+        r["fix"] = r["fix"] if kept else ""
+
+
+def summarize(nodes: list[str], results: dict[str, Any], npu_ips: dict[str, list[str]] | None = None) -> dict[str, Any]:
     rows = []
     for name in nodes:
         rows += host_rows(name, results.get(name))
+    attribute_pings(rows, npu_ips or {})
     failed = [r for r in rows if not r["ok"]]
     bad_hosts = sorted({r["host"] for r in failed}, key=nodes.index)
     healthy = [n for n in nodes if n not in bad_hosts]
@@ -69,7 +102,8 @@ class ActionModule(ActionBase):
         nodes = list(task_vars["groups"]["a3_nodes"])
         hostvars = task_vars["hostvars"]
         results = {n: hostvars[n].get(var) for n in nodes}
-        summary = summarize(nodes, results)
+        npu_ips = {n: list(hostvars[n].get("a3_npu_ips") or []) for n in nodes}
+        summary = summarize(nodes, results, npu_ips)
         report = args.get("report_file")
         if report:
             os.makedirs(os.path.dirname(report), exist_ok=True)

@@ -1,0 +1,190 @@
+"""deploy.yml over real SSH against a 3-host simulated cluster: faults first (nothing may change), then
+check mode -> apply -> second apply with changed=0 -> the hosts' real state."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ansible.helpers import recap
+from tests.ansible.simcluster import SimCluster, ensure_tarball
+
+pytestmark = pytest.mark.docker
+
+NAME = "ans-ci3"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Path, str]]:
+    work = tmp_path_factory.mktemp("ans-sim")
+    sim = SimCluster(NAME, 3, work)
+    sim.down()  # a cluster left over by an interrupted run
+    try:
+        tarball = work / "verl-recipe-sim.tar"
+        image_id = ensure_tarball(tarball)
+        sim.up()
+        extra = sim.prepare_site(tarball)
+        yield sim, extra, image_id
+    finally:
+        sim.down()
+
+
+def table(output: str) -> str:
+    return "\n".join(line for line in output.splitlines() if re.match(r"^\s*(host|a3-\d\d)\s+\|", line))
+
+
+def rows(output: str, host: str, check: str) -> list[str]:
+    return [line for line in output.splitlines() if re.match(rf"^\s*{host}\s+\|\s+{check}\s+\|", line)]
+
+
+def test_faults_on_several_hosts_reported_in_one_run_and_nothing_changed(
+    cluster: tuple[SimCluster, Path, str],
+) -> None:
+    sim, extra, _ = cluster
+    faults = {
+        "a3-02": ["link-down:7", "health-critical:3", "ip-missing:5", "net-health:9", "driver-old", "clock-skew:300"],
+        "a3-03": ["no-shared", "low-disk", "arch:aarch64", "dev-missing:4", "firmware-old", "ping-loss:a3-01"],
+    }
+    expected = {
+        "a3-02": {
+            "npu_link": "die 7: DOWN",
+            "chip_health": "die 3: Critical",
+            "npu_ip": "die 5: no address",
+            "npu_net_health": "die 9:",
+            "driver_version": "",
+            "time_sync": "clock offset +",
+        },
+        "a3-03": {
+            "shared_storage_mounted": "not a mount point",
+            "free_disk": "GiB free",
+            "architecture": "aarch64",
+            "device_nodes": "missing davinci4",
+            "firmware_version": "",
+            "npu_ping": "loss to 198.18.",
+        },
+    }
+    before = sim.state()
+    try:
+        for host, specs in faults.items():
+            for spec in specs:
+                sim.fault(host, spec)
+        res = sim.deploy(extra)
+        out = res.stdout + res.stderr
+        assert res.returncode != 0
+        assert "PREFLIGHT FAILED" in out and "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
+        for host, checks in expected.items():
+            for check, found in checks.items():
+                hit = rows(out, host, check)
+                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+        assert "healthy hosts: a3-01" in out
+        assert not rows(out, "a3-01", r"\w+")
+        assert "PLAY [OS settings" not in out
+    finally:
+        sim.clear()
+    assert sim.state() == before  # no change anywhere
+
+
+def test_unreachable_host_named_and_others_checked(cluster: tuple[SimCluster, Path, str]) -> None:
+    sim, extra, _ = cluster
+    try:
+        sim.fault("a3-03", "down:ssh")
+        res = sim.deploy(extra, "--tags", "preflight", fresh_ssh=True)
+        out = res.stdout + res.stderr
+        assert res.returncode != 0
+        hit = rows(out, "a3-03", "ssh")
+        assert hit and "unreachable" in hit[0], out[-4000:]
+        assert "healthy hosts: a3-01, a3-02" in out
+    finally:
+        sim.clear()
+
+
+def test_check_mode_changes_nothing(cluster: tuple[SimCluster, Path, str]) -> None:
+    sim, extra, _ = cluster
+    before = sim.state()
+    res = sim.deploy(extra, "--check")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-5000:]
+    counts = recap(res.stdout)
+    assert all(counts[h]["changed"] > 0 for h in sim.hosts), counts  # it reports what it would change
+    assert sim.state() == before
+
+
+def test_apply_then_reapply_changes_nothing(cluster: tuple[SimCluster, Path, str]) -> None:
+    sim, extra, _ = cluster
+    first = sim.deploy(extra)
+    out = first.stdout + first.stderr
+    assert first.returncode == 0, out[-6000:]
+    assert re.search(r"a3-01\s+172\.\d+\.\d+\.11\s+joined\s+16\s+48\s+ok", out), out[-3000:]
+    second = sim.deploy(extra)
+    assert second.returncode == 0, (second.stdout + second.stderr)[-5000:]
+    counts = recap(second.stdout)
+    assert set(counts) >= set(sim.hosts)
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+
+
+def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) -> None:
+    sim, _, image_id = cluster
+    env = {
+        h: dict(
+            line.split("=", 1)
+            for line in sim.ssh(h, "cat /opt/verl-recipe/node.env").splitlines()
+            if line and not line.startswith("#")
+        )
+        for h in sim.hosts
+    }
+    ips = {h: env[h]["NODE_IP"] for h in sim.hosts}
+    cluster_nodes = ",".join(f"{h}={ips[h]}" for h in sim.hosts)
+    for rank, h in enumerate(sim.hosts):
+        e = env[h]
+        assert e["NODE_RANK"] == str(rank) and e["NODE_NAME"] == h
+        assert e["HEAD_ADDR"] == ips["a3-01"] and e["HCCL_IF_IP"] == ips[h]
+        assert e["CLUSTER_SIZE"] == "3" and e["CLUSTER_NODES"] == cluster_nodes
+        assert (
+            e["NODE_DIES"] == "16" and e["VERL_RECIPE_SIMULATED"] == "1" and e["VERL_RECIPE_IMAGE"] == "verl-recipe:sim"
+        )
+        assert e["HCCL_SOCKET_IFNAME"] == e["GLOO_SOCKET_IFNAME"] == e["TP_SOCKET_IFNAME"] == e["CLUSTER_NIC"]
+        assert e["TRAIN_FILES"].endswith("/train.parquet") and e["CKPT_DIR"] == "/mnt/shared/checkpoints"
+        # the same image everywhere, the staging copy gone
+        got = sim.ssh(h, "docker image inspect --format '{{.Id}}' verl-recipe:sim").strip()
+        assert got == image_id
+        assert sim.ssh(h, "test -e /var/tmp/verl-recipe-image && echo left || echo gone").strip() == "gone"
+        # OS settings and the engine
+        assert "memlock" in sim.ssh(h, "cat /etc/security/limits.d/90-verl-recipe.conf")
+        assert "net.ipv4.ip_local_reserved_ports=60000-60050" in sim.ssh(h, "cat /etc/sysctl.d/90-verl-recipe.conf")
+        daemon = json.loads(sim.ssh(h, "cat /etc/docker/daemon.json"))
+        assert daemon["log-opts"] == {"max-size": "100m", "max-file": "5"} and daemon["live-restore"] is True
+        assert daemon["default-ulimits"]["nofile"]["Hard"] > 1024
+        assert daemon["storage-driver"] == "overlay2"  # the host's own settings are kept
+        assert "default-runtime" not in daemon  # no Ascend runtime on simulated hosts
+        service = "ray-head" if rank == 0 else "ray-worker"
+        ps = sim.ssh(
+            h,
+            "cd /opt/verl-recipe && sudo docker compose -p verl-recipe ps --format '{{.Service}} {{.State}}'",
+        )
+        assert f"{service} running" in ps, ps
+    # every node joined with its NPUs and CPUs, read from Ray itself on the head
+    probe = (
+        "import json, os, ray; ray.init(address=os.environ['HEAD_ADDR'] + ':' + os.environ['RAY_PORT'], "
+        "logging_level='ERROR'); print(json.dumps([[n['NodeManagerAddress'], n['Resources'].get('NPU', 0), "
+        "n['Resources'].get('CPU', 0)] for n in ray.nodes() if n['Alive']]))"
+    )
+    out = sim.ssh(
+        "a3-01",
+        f"cd /opt/verl-recipe && sudo docker compose -p verl-recipe exec -T ray-head python3 -c {shlex.quote(probe)}",
+    )
+    nodes = {ip: (npu, cpu) for ip, npu, cpu in json.loads(out.strip().splitlines()[-1])}
+    assert nodes == {ips[h]: (16.0, 48.0) for h in sim.hosts}
+
+
+def test_preflight_tag_runs_alone(cluster: tuple[SimCluster, Path, str]) -> None:
+    sim, extra, _ = cluster
+    res = sim.deploy(extra, "--tags", "preflight")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert "preflight OK: 3 hosts x" in out
+    assert "PLAY [OS settings" not in out and "PLAY [Ray node services" not in out
