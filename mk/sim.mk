@@ -45,3 +45,7 @@ sim-measure: sim-image ## Start-up time and memory per host for SIM_SIZES hosts 
 .PHONY: test-sim
 test-sim: venv ## Tests of the simulated cluster only (unit + a 3-host cluster)
 	$(VENV)/bin/pytest tests/sim $(PYTEST_ARGS)
+
+.PHONY: test-sim-16
+test-sim-16: venv sim-image ## 16 simulated hosts: SSH with host key checking, full NPU ping mesh, a fault seen by all peers (slow)
+	$(VENV)/bin/pytest -m slow tests/sim/test_cluster16.py $(PYTEST_ARGS)

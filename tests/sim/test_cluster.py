@@ -7,22 +7,17 @@ see of it), nothing else anywhere; `clear` brings a3-03 back to the baseline.
 
 from __future__ import annotations
 
-import concurrent.futures
-import json
 import os
-import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.sim.helpers import REPO, SIMCTL, simctl
+from tests.sim.helpers import REPO, SIMCTL, Cluster, leftovers, running_cluster
 
 pytestmark = pytest.mark.docker
 
@@ -98,87 +93,15 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
-@dataclass
-class Cluster:
-    name: str
-    inventory: Path
-    info: dict[str, Any]
-
-    def simctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, SIM_NAME=self.name, SIM_INVENTORY=str(self.inventory))
-        p = subprocess.run([sys.executable, str(SIMCTL), *args], env=env, capture_output=True, text=True, check=False)
-        if check:
-            assert p.returncode == 0, f"simctl {' '.join(args)}: {p.stderr}"
-        return p
-
-    def ssh(
-        self, host: str, *cmd: str, known_hosts: Path | None = None, stdin: str = ""
-    ) -> subprocess.CompletedProcess[str]:
-        ip = self.ip(host)
-        return subprocess.run(
-            # ssh hands the remote shell one string: quote each word.
-            [*simctl.ssh_cmd(self.inventory, ip, known_hosts), shlex.join(cmd)],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-
-    def ip(self, host: str) -> str:
-        return next(str(h["cluster_ip"]) for h in self.info["hosts"] if h["name"] == host)
-
-    def probe(self, host: str) -> dict[str, Any]:
-        peers = {h["name"]: h["npu_ips"] for h in self.info["hosts"] if h["name"] != host}
-        script = "import os; os.environ['VERL_SIM_PING_TIMEOUT'] = '1.0'\n" + PROBE
-        p = self.ssh(host, "python3", "-", json.dumps(peers), str(time.time()), stdin=script)
-        if p.returncode == 255:  # ssh itself failed: the host does not answer
-            return {"reachable": False}
-        assert p.returncode == 0, p.stderr
-        out: dict[str, Any] = json.loads(p.stdout)
-        for k in out:
-            if k.startswith("ping:"):  # the summary line; the per-packet lines carry round-trip times
-                out[k] = [line for line in out[k].splitlines() if "packets transmitted" in line]
-        return out
-
-    def probe_all(self) -> dict[str, dict[str, Any]]:
-        with concurrent.futures.ThreadPoolExecutor(len(HOSTS)) as pool:
-            return dict(zip(HOSTS, pool.map(self.probe, HOSTS), strict=True))
-
-
-def leftovers(name: str) -> list[str]:
-    out = []
-    for kind in ("container", "network", "volume"):
-        out += simctl.labelled(kind, name)
-    names = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"name=^{name}-", "--format", "{{.Names}}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return out + names
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if subprocess.run(["docker", "image", "inspect", simctl.HOST_IMAGE], capture_output=True).returncode != 0:
-        subprocess.run(["make", "-C", str(REPO), "sim-image"], check=True)
-    name = f"vrsimt{os.getpid()}"
-    c = Cluster(name, tmp_path_factory.mktemp("inventory") / name, {})
-    try:
-        c.simctl("up", "--nodes", "3", "--subnet", "auto")
-        c.info = json.loads((c.inventory / "cluster.json").read_text())
+    with running_cluster(f"vrsimt{os.getpid()}", 3, tmp_path_factory.mktemp("inventory")) as c:
         yield c
-    finally:
-        c.simctl("down", check=False)
-        left = leftovers(name)
-        assert left == [], f"objects of {name} left behind: {left}"
-        assert not c.inventory.exists()
 
 
 @pytest.fixture(scope="module")
 def baseline(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    b = cluster.probe_all()
+    b = cluster.probe_all(PROBE)
     assert all(b[h]["reachable"] for h in HOSTS)
     return b
 
@@ -251,7 +174,7 @@ def test_fault_changes_exactly_its_surface(cluster: Cluster, baseline: dict[str,
     local, seen = EXPECTED[fault]
     cluster.simctl("fault", TARGET, fault)
     try:
-        now = cluster.probe_all()
+        now = cluster.probe_all(PROBE)
     finally:
         cluster.simctl("fault", TARGET, "clear")
     for h in HOSTS:
@@ -264,7 +187,7 @@ def test_fault_changes_exactly_its_surface(cluster: Cluster, baseline: dict[str,
                 assert changed == local, f"{fault} on {h}: changed {sorted(changed)}, expected {sorted(local)}"
         else:
             assert changed == seen, f"{fault}: {h} sees {sorted(changed)} change, expected {sorted(seen)}"
-    assert cluster.probe(TARGET) == baseline[TARGET], f"{TARGET} is not back to its baseline after clear"
+    assert cluster.probe(TARGET, PROBE) == baseline[TARGET], f"{TARGET} is not back to its baseline after clear"
 
 
 @pytest.mark.parametrize(
