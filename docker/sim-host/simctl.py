@@ -323,8 +323,8 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         raise SimError(f"image {a.image} is missing: run `make sim-image`")
     if not shutil.which("ssh") or not shutil.which("ssh-keygen"):
         raise SimError("ssh/ssh-keygen are missing on this machine: run `make host-deps`")
+    auto = a.subnet == "auto" or (not a.subnet and name != DEFAULT_NAME)
     net = choose_subnet(name, a.subnet)
-    cluster = describe(name, nodes, net)
     inv = Path(a.inventory) if a.inventory else default_inventory(name)
     prepare_inventory_dir(inv)
     timings: dict[str, float] = {}
@@ -333,9 +333,28 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name} cluster key", "-f", str(inv / "id_ed25519")])
         pubkey = (inv / "id_ed25519.pub").read_text()
         lab = ["--label", f"{LABEL}={name}"]
-        docker(
-            "network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", cluster["gateway"], *lab, name
-        )
+        for attempt in range(5):
+            gw = str(net.network_address + 1)
+            p = docker(
+                "network",
+                "create",
+                "--driver",
+                "bridge",
+                "--subnet",
+                str(net),
+                "--gateway",
+                gw,
+                *lab,
+                name,
+                check=False,
+            )
+            if p.returncode == 0:
+                break
+            # Another cluster may have taken the same free subnet a moment ago: pick the next free one.
+            if not (auto and "overlap" in p.stderr and attempt < 4):
+                raise SimError(f"creating network {name} on {net} failed: {p.stderr.strip()}")
+            net = choose_subnet(name, a.subnet)
+        cluster = describe(name, nodes, net)
         shared_mount = f"{name}-shared:/var/lib/verl-sim/shared"
         if a.shared_dir:
             Path(a.shared_dir).mkdir(parents=True, exist_ok=True)
