@@ -4,6 +4,7 @@ check mode -> apply -> second apply with changed=0 -> the hosts' real state."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -16,14 +17,14 @@ from tests.ansible.simcluster import SimCluster, ensure_tarball
 
 pytestmark = pytest.mark.docker
 
-NAME = "ans-ci3"
+# Per process: engineers and CI may run this module at the same time on one machine.
+NAME = f"ans{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Path, str]]:
     work = tmp_path_factory.mktemp("ans-sim")
     sim = SimCluster(NAME, 3, work)
-    sim.down()  # a cluster left over by an interrupted run
     try:
         tarball = work / "verl-recipe-sim.tar"
         image_id = ensure_tarball(tarball)
