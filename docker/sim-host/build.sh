@@ -21,7 +21,12 @@ ref="$(git_or rev-parse HEAD)"
 tree="$(git_or rev-parse --short=12 HEAD:docker/sim-host)"
 source="$(git_or remote get-url origin)"
 [ -n "$created" ] || created=unknown
-docker build --quiet --build-arg "BASE_IMAGE=$base" \
+# The build log is shown only when the build fails.
+if ! docker build --build-arg "BASE_IMAGE=$base" \
   --build-arg "IMAGE_CREATED=$created" --build-arg "VCS_REF=$ref" --build-arg "VCS_SOURCE=$source" \
-  --build-arg "SIM_HOST_TREE=$tree" -t "$tag" "$ctx" >/dev/null
+  --build-arg "SIM_HOST_TREE=$tree" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
+  tail -n 30 "$ctx/build.log" >&2
+  echo "sim-image: docker build of $tag failed (last lines above)" >&2
+  exit 1
+fi
 echo "sim-image: built $tag ($(docker image inspect --format '{{.Id}}' "$tag"))"
