@@ -19,7 +19,7 @@ fi
 if ! docker info >/dev/null 2>&1; then
   echo "host-deps: starting dockerd"
   mkdir -p /var/log
-  nohup dockerd >/var/log/verl-recipe-dockerd.log 2>&1 &
+  nohup dockerd >>/var/log/verl-recipe-dockerd.log 2>&1 &
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break
     sleep 1

@@ -16,3 +16,14 @@ for _name in recipe_names():
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in [*BY_NAME, *ALIASES, *_LAUNCH_ENV, "VERL_RECIPE_SITE", "WANDB_API_KEY", "WANDB_MODE"]:
         monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="session")
+def sim_image() -> str:
+    """verl-recipe:sim, built once per session the way CI builds it (docker layer cache makes reruns cheap)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(["make", "--no-print-directory", "-C", str(root), "image-sim"], check=True)
+    return "verl-recipe:sim"

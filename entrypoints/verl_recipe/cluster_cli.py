@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -72,8 +73,36 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
                 "ray-head on the head host (docker compose up -d ray-head) and check its log"
             )
         time.sleep(2)
-    ray.init(address=ne.gcs_address, _node_ip_address=ne.ip, logging_level="ERROR", log_to_driver=False)
-    return ray
+
+    def on_alarm(_signum: int, _frame: Any) -> None:
+        raise TimeoutError("ray.init did not return")
+
+    while True:
+        remaining = end - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError("deadline passed")
+            if not tcp_reachable(ne.head_addr, ne.ray_port):
+                raise ConnectionError(f"{ne.gcs_address} stopped answering")
+            # Ray's client keeps retrying a GCS that went away; the alarm bounds it by our deadline.
+            previous = signal.signal(signal.SIGALRM, on_alarm)
+            signal.alarm(max(1, int(remaining)))
+            try:
+                ray.init(address=ne.gcs_address, _node_ip_address=ne.ip, logging_level="ERROR", log_to_driver=False)
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, previous)
+            return ray
+        except (ConnectionError, RuntimeError, TimeoutError) as exc:
+            # The GCS answers a moment before this node's raylet has registered: try again until the deadline.
+            ray.shutdown()
+            if time.monotonic() >= end:
+                raise HeadUnreachable(
+                    f"cannot attach to the Ray node at {ne.ip} through {ne.gcs_address} after "
+                    f"{deadline_s:.0f} s ({exc or type(exc).__name__}); fix: start this host's "
+                    "Ray service and check its log"
+                ) from None
+            time.sleep(2)
 
 
 def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:

@@ -5,6 +5,7 @@ No broad kills or wipes: the node stops the one `ray start --block` process it s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from types import FrameType
 
 from .nodeenv import NodeEnv
 
+SIM_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # per simulated node: 16 of them share one small machine
 CPUS_PER_DIE = 3  # verl 0.8.0 bundles: {"CPU": 3, "NPU": 1} per die (max_colocate_count)
 _DIE = re.compile(r"^davinci(\d+)$")
 
@@ -65,6 +67,8 @@ def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool
         f"--node-name={ne.name}",
         "--disable-usage-stats",
     ]
+    if ne.simulated:
+        argv += [f"--object-store-memory={SIM_OBJECT_STORE_BYTES}"]
     if role == "head":
         argv += ["--head", f"--port={ne.ray_port}"]
         # Listen on the cluster interface only, never 0.0.0.0.
@@ -83,6 +87,10 @@ def node_environment(ne: NodeEnv, dies: int) -> dict[str, str]:
     env = dict(os.environ)
     env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
     env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
+    if ne.simulated:
+        # 48 logical CPUs per simulated host on a 2-core machine: Ray would prestart 48 idle workers per node.
+        env["RAY_enable_worker_prestart"] = "0"
+        env["RAY_prestart_worker_first_driver"] = "0"
     return env
 
 
@@ -159,6 +167,11 @@ def _supervise(proc: subprocess.Popen[bytes], role: str, ne: NodeEnv, stopping: 
             return HEAD_LOST
 
 
+def _end_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = None) -> int:
     dies, cpus = node_resources(ne)
     env = node_environment(ne, dies)
@@ -191,15 +204,19 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
             delay = min(delay * 2, 15.0)
             continue
         started = time.monotonic()
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Its own process group: whatever a failed start leaves behind (an orphaned GCS holding the port) is ended
+        # by group id, and only what this node started.
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         pump = threading.Thread(target=_pump, args=(proc, log), daemon=True)
         pump.start()
         rc = _supervise(proc, role, ne, stopping)
+        _end_group(proc.pid)
         pump.join(timeout=5)
         if stopping.is_set():
             break
-        # A worker whose head went away, or that raced the head's start-up, joins again until its deadline.
-        if role == "worker" and (rc == HEAD_LOST or (time.monotonic() < deadline and time.monotonic() - started < 60)):
+        # A worker whose head went away, a worker that raced the head's start-up, or a start-up that timed out on a
+        # loaded host: start again until the deadline.
+        if rc == HEAD_LOST or (time.monotonic() < deadline and time.monotonic() - started < 120):
             if rc == HEAD_LOST:
                 deadline = time.monotonic() + join_deadline_s
             print(f"{ne.name}: ray start exited ({rc}); joining again in {delay:.0f} s", file=sys.stderr, flush=True)

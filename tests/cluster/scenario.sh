@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs inside one verl-recipe:sim container with --network none: two Ray "hosts" on loopback addresses.
+# Prints KEY=VALUE result lines that tests/cluster/test_ray_cluster.py asserts on.
+set -uo pipefail
+export HEAD_ADDR=127.0.0.2 RAY_PORT=46379 RAY_DASHBOARD_PORT=48265 NODE_DIES=16 RAY_NUM_CPUS=48
+export CLUSTER_NODES=h1=127.0.0.2,h2=127.0.0.3 VERL_RECIPE_SIMULATED=1
+export HCCL_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo
+export LOG_DIR=/shared/runs CKPT_DIR=/shared/ckpt
+export TRAIN_FILES=/shared/data/train.parquet VAL_FILES=/shared/data/test.parquet
+mkdir -p /tmp/dev16 /tmp/dev15
+for i in $(seq 0 15); do touch "/tmp/dev16/davinci$i"; done
+for i in $(seq 0 14); do touch "/tmp/dev15/davinci$i"; done
+
+# A host showing 15 dies is refused before Ray starts.
+NODE_NAME=h3 NODE_IP=127.0.0.4 VERL_RECIPE_DEV_DIR=/tmp/dev15 verl-recipe node --role worker >/tmp/short.log 2>&1
+echo "RC_SHORT=$?"
+echo "MSG_SHORT=$(grep '^error:' /tmp/short.log)"
+
+NODE_NAME=h1 NODE_IP=127.0.0.2 VERL_RECIPE_DEV_DIR=/tmp/dev16 verl-recipe node --role head >/tmp/head.log 2>&1 &
+head_pid=$!
+NODE_NAME=h2 NODE_IP=127.0.0.3 VERL_RECIPE_DEV_DIR=/tmp/dev16 verl-recipe node --role worker >/tmp/worker.log 2>&1 &
+worker_pid=$!
+
+export NODE_NAME=h1 NODE_IP=127.0.0.2 VERL_RECIPE_DEV_DIR=/tmp/dev16
+verl-recipe prepare-data qwen3.5-35b --synthetic --set MODEL_PATH=/shared/models/q35 >/tmp/prep.log 2>&1
+echo "RC_PREPARE=$?"
+verl-recipe train qwen3.5-35b --rehearse --set NNODES=2 --set MODEL_PATH=/shared/models/q35 --wait-deadline 300 \
+  --ranks-per-node 2 >/tmp/rehearse.out 2>/tmp/rehearse.err
+echo "RC_REHEARSE=$?"
+sed 's/^/REPORT: /' /tmp/rehearse.out
+ls /shared/runs/verl_grpo_qwen3_5/qwen3.5-35b/rehearsals/ | sed 's/^/REPORT_FILE: /'
+
+# Stop the worker: the head's wait names it instead of hanging.
+kill -TERM "$worker_pid"
+wait "$worker_pid"
+echo "RC_WORKER_STOP=$?"
+verl-recipe wait-cluster --nodes 2 --deadline 20 >/tmp/wait.out 2>/tmp/wait.err
+echo "RC_WAIT=$?"
+echo "MSG_WAIT=$(grep '^error:' /tmp/wait.err)"
+
+kill -TERM "$head_pid"
+wait "$head_pid"
+echo "RC_HEAD_STOP=$?"
+sleep 2
+echo "LEFTOVER=$(pgrep -c -f 'raylet|gcs_server' || true)"
+ls /shared/runs/nodes | sed 's/^/NODE_LOG: /'
