@@ -2,7 +2,7 @@
 PYTEST_ARGS ?=
 
 .PHONY: lint
-lint: venv ## ruff, mypy, yamllint --strict (ansible-lint and hadolint join in mk/ansible.mk, mk/image.mk)
+lint: venv lint-image lint-ansible ## ruff, mypy, yamllint --strict, docs drift, hadolint, ansible-lint
 	$(VENV)/bin/ruff check entrypoints tests scripts
 	$(VENV)/bin/ruff format --check entrypoints tests scripts
 	$(VENV)/bin/mypy
