@@ -95,10 +95,8 @@ class SimCluster:
             for p, v in files.items()
         )
         self.ssh(self.hosts[0], f"sudo sh -c {shlex.quote(script)}")
-        # The lead's compose files when the repository has them, else the tests' stand-ins with the same interface.
+        # The repository's compose files, plus the test-only ulimits override (see the fixture's comment).
         compose = [REPO / "compose.yaml", REPO / "compose.sim.yaml", FIXTURES / "compose.sim-limits.yaml"]
-        if not all(p.is_file() for p in compose):
-            compose = [FIXTURES / "compose.yaml", FIXTURES / "compose.sim.yaml"]
         extra = {"site_image_tarball": str(tarball), "deploy_common_compose_files": [str(p) for p in compose]}
         path = self.work / f"{self.name}-vars.yml"
         path.write_text(yaml.safe_dump(extra))
