@@ -91,3 +91,4 @@ def test_simulated_override_drops_devices_and_driver_mounts(tmp_path: Path) -> N
         assert {"/mnt/shared", "/tmp/ray", "/host-dev"} <= targets, name
         assert svc["environment"]["VERL_RECIPE_DEV_DIR"] == "/host-dev"
         assert svc["environment"]["VERL_RECIPE_SIMULATED"] == "1"
+        assert not svc.get("ulimits"), "the simulated hosts may not raise limits"

@@ -1,0 +1,14 @@
+# The main job on the simulated cluster (README quickstart): make demo [NODES=3|16] [RECIPE=qwen3.5-397b] [KEEP=1]
+RECIPE ?= qwen3.5-397b
+KEEP   ?= 0
+SIM_IMAGE_TAR ?= build/images/verl-recipe-sim.tar
+
+.PHONY: image-sim-tar
+image-sim-tar: image-sim ## verl-recipe:sim saved as the tarball the simulated inventory distributes
+	mkdir -p $(dir $(SIM_IMAGE_TAR))
+	docker save verl-recipe:sim -o $(SIM_IMAGE_TAR).part
+	mv $(SIM_IMAGE_TAR).part $(SIM_IMAGE_TAR)
+
+.PHONY: demo
+demo: host-deps compose-plugin image-sim-tar sim-image ## Simulated cluster -> deploy.yml -> docker compose run train-397b --rehearse
+	NODES='$(NODES)' SIM_NAME='$(SIM_NAME)' RECIPE='$(RECIPE)' KEEP='$(KEEP)' PY='$(PY)' bash scripts/sim_demo.sh

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job on the simulated cluster, end to end and for real except the chips:
+#   simulated A3 hosts -> deploy.yml over SSH (preflight, image fan-out, node.env, Ray services)
+#   -> `docker compose run train-397b --rehearse` on the head host.
+# NODES=16 keeps the recipe's layout unchanged; fewer nodes scale it (scripts/sim_scale.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NODES=${NODES:-3}
+SIM_NAME=${SIM_NAME:-verl-sim}
+RECIPE=${RECIPE:-qwen3.5-397b}
+KEEP=${KEEP:-0}
+PY=${PY:-.venv/bin/python}
+inv=ansible/inventory/sim
+[ "$SIM_NAME" = verl-sim ] || inv=ansible/inventory/$SIM_NAME
+service=train-${RECIPE#qwen3.5-}
+step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+t0=$(date +%s)
+
+step "simulated cluster: $NODES hosts ($SIM_NAME)"
+make --no-print-directory sim-down SIM_NAME="$SIM_NAME" >/dev/null
+make --no-print-directory sim-up NODES="$NODES" SIM_NAME="$SIM_NAME"
+if [ "$KEEP" != 1 ]; then
+  trap 'make --no-print-directory sim-down SIM_NAME="$SIM_NAME" >/dev/null' EXIT
+fi
+
+step "shared storage: placeholder model and data for every recipe (simulation only)"
+docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -v "$SIM_NAME-shared:/mnt/shared" \
+  --entrypoint bash verl-recipe:sim -c \
+  'for r in qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b; do verl-recipe prepare-data "$r" --synthetic || exit 1; done'
+
+step "deploy.yml"
+make --no-print-directory deploy INVENTORY="$PWD/$inv"
+
+step "docker compose run $service --rehearse on a3-01"
+scale=$($PY scripts/sim_scale.py "$RECIPE" "$NODES")
+# shellcheck disable=SC2029  # the command is meant to be expanded here, on the control node
+ssh -F "$inv/ssh_config" a3-01 \
+  "cd /opt/verl-recipe && docker compose --project-name verl-recipe --env-file node.env -f compose.yaml \
+   -f compose.sim.yaml run --rm $service --rehearse $scale"
+step "done in $(( $(date +%s) - t0 )) s"
