@@ -1,0 +1,133 @@
+"""The whole path on a 3-host simulated cluster: deploy.yml starts the Ray services, `docker compose run train-397b
+--rehearse` (layout scaled to 3 nodes) runs on the head; a stopped worker and a host with 15 dies are named."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sim.helpers import Cluster, running_cluster
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = "docker compose --project-name verl-recipe --env-file node.env -f compose.yaml -f compose.sim.yaml"
+
+
+def scale(recipe: str, nodes: int) -> str:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "sim_scale.py"), recipe, str(nodes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def on_host(c: Cluster, host: str, command: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """A shell command in /opt/verl-recipe on a simulated host, over SSH with host key checking."""
+    p = c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "image-sim-tar"], check=True)
+    name = f"e2e{os.getpid() % 100000}"
+    with running_cluster(name, 3, tmp_path_factory.mktemp("e2e")) as c:
+        seed = "for r in qwen3.5-35b qwen3.5-397b; do verl-recipe prepare-data $r --synthetic || exit 1; done"
+        subprocess.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                "-e",
+                "VERL_RECIPE_SIMULATED=1",
+                "-v",
+                f"{name}-shared:/mnt/shared",
+                "--entrypoint",
+                "bash",
+                sim_image,
+                "-c",
+                seed,
+            ],
+            check=True,
+        )
+        deploy = subprocess.run(
+            ["make", "--no-print-directory", "-C", str(REPO), "deploy", f"INVENTORY={c.inventory}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-2000:]
+        assert "a3-03  172.30" in deploy.stdout and "joined  16   48   ok" in deploy.stdout
+        yield c
+
+
+@pytest.mark.docker
+def test_compose_run_rehearsal_on_three_hosts(deployed: Cluster) -> None:
+    p = on_host(deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse {scale('qwen3.5-397b', 3)}")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines() if line.startswith("a3-")}
+    assert set(rows) == {"a3-01", "a3-02", "a3-03"}
+    for host, cols in rows.items():
+        assert cols[2] == "16", f"{host}: every bundle probed"
+        assert cols[-1] == "ok", f"{host}: {cols}"
+        assert float(cols[3]) > 0, "a real all-reduce was timed"
+    assert "gloo all-reduce" in p.stdout
+    report = on_host(deployed, "a3-02", "cat /mnt/shared/runs/verl_grpo_qwen3_5/qwen3.5-397b/rehearsals/3-nodes.json")
+    assert report.returncode == 0 and '"nnodes": 3' in report.stdout, "the report is on shared storage"
+
+
+@pytest.mark.docker
+def test_bad_layout_is_refused_before_the_cluster_is_touched(deployed: Cluster) -> None:
+    p = on_host(deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse --set TP=3")
+    assert p.returncode == 2
+    assert "error: TP=3" in p.stderr and "nothing was started" in p.stderr
+
+
+@pytest.mark.docker
+def test_stopped_worker_is_named_before_the_deadline(deployed: Cluster) -> None:
+    stop = on_host(deployed, "a3-02", f"{COMPOSE} stop ray-worker")
+    assert stop.returncode == 0, stop.stderr
+    try:
+        p = on_host(
+            deployed,
+            "a3-01",
+            f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline 120 {scale('qwen3.5-397b', 3)}",
+        )
+        assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
+        assert "a3-02 (172.30." in p.stderr
+    finally:
+        start = on_host(deployed, "a3-02", f"{COMPOSE} up -d ray-worker")
+        assert start.returncode == 0, start.stderr
+
+
+@pytest.mark.docker
+def test_host_with_fewer_dies_is_refused(deployed: Cluster) -> None:
+    deployed.simctl("fault", "a3-03", "dies:15")
+    try:
+        restart = on_host(deployed, "a3-03", f"{COMPOSE} up -d --force-recreate ray-worker")
+        assert restart.returncode == 0, restart.stderr
+        p = on_host(
+            deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline 60 {scale('qwen3.5-397b', 3)}"
+        )
+        assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
+        assert "a3-03 (172.30." in p.stderr
+        logs = on_host(deployed, "a3-03", f"{COMPOSE} logs ray-worker")
+        assert "a3-03: 15 NPU dies visible" in logs.stdout + logs.stderr
+    finally:
+        deployed.simctl("fault", "a3-03", "clear")
+
+
+@pytest.mark.docker
+def test_nothing_left_running_after_the_runs(deployed: Cluster) -> None:
+    for host in ("a3-01", "a3-02", "a3-03"):
+        p = on_host(deployed, host, "docker ps --filter name=verl-recipe-train --format '{{.Names}}'")
+        assert p.returncode == 0 and p.stdout.strip() == "", f"{host}: {shlex.quote(p.stdout)}"
