@@ -47,6 +47,9 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
         "#!/usr/bin/env bash\n# The exact launch of this run.\n" + shell_command(launch)
     )
     os.chmod(run_dir / "command.sh", 0o755)
+    # Node logs live beside the runs (one file per host for the node's life); the run points at them.
+    nodes = Path(str(resolved.values["LOG_DIR"])) / "nodes"
+    (run_dir / "nodes").symlink_to(os.path.relpath(nodes, run_dir))
     return run_dir
 
 
