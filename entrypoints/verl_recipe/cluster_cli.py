@@ -106,11 +106,14 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 
 
 def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
-    from .clusterwait import views_from_ray, wait_for_cluster
+    """Wait, then print one row per host: the readiness report deploy.yml shows."""
+    from .clusterwait import node_table, views_from_ray, wait_for_cluster
 
     ray = _connect(ne, deadline)
     try:
-        return wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline)
+        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline)
+        print(node_table(views_from_ray(ray), ne.cluster, dies))
+        return rc
     finally:
         ray.shutdown()
 

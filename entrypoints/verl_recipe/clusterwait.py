@@ -132,3 +132,22 @@ def wait_for_cluster(
             print(f"waiting: {a.line}", file=sys.stderr, flush=True)
             last_report = elapsed
         sleep(poll_s)
+
+
+def node_table(views: list[NodeView], expected: tuple[tuple[str, str], ...], dies: int) -> str:
+    """One row per expected host (then any other joined node): the readiness report deploy.yml prints."""
+    need_cpu = CPUS_PER_DIE * dies
+    alive = {v.ip: v for v in views if v.alive}
+    rows = [("host", "ip", "ray", "NPU", "CPU", "status")]
+    names = dict((ip, name) for name, ip in expected)
+    for ip in [ip for _, ip in expected] + sorted(set(alive) - set(names)):
+        v = alive.get(ip)
+        if v is None:
+            rows.append((names.get(ip, ip), ip, "missing", "0", "0", "NOT READY"))
+            continue
+        ok = v.npu_total >= dies and v.cpu_total >= need_cpu and v.npu_available >= v.npu_total
+        rows.append(
+            (names.get(ip, v.name), ip, "joined", f"{v.npu_total:g}", f"{v.cpu_total:g}", "ok" if ok else "NOT READY")
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)

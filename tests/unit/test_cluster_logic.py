@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from verl_recipe.clusterwait import NodeView, assess, wait_for_cluster
+from verl_recipe.clusterwait import NodeView, assess, node_table, wait_for_cluster
 from verl_recipe.nodeenv import from_environ, parse_cluster
 from verl_recipe.raynode import NodeError, count_dies, node_resources, ray_start_argv
 from verl_recipe.settings import SettingsError
@@ -157,3 +157,12 @@ def test_wait_returns_when_the_last_node_joins() -> None:
 
     assert wait_for_cluster(snapshot, EXPECTED, 3, 16, deadline_s=60, now=clock.now, sleep=clock.sleep) == 0
     assert 6 <= clock.t < 10, "the head notices the last node within one poll interval"
+
+
+def test_node_table_one_row_per_host() -> None:
+    table = node_table([view("a3-01", "10.9.0.11"), view("a3-03", "10.9.0.13", npu=15)], EXPECTED, 16)
+    rows = [line.split() for line in table.splitlines()]
+    assert rows[0] == ["host", "ip", "ray", "NPU", "CPU", "status"]
+    assert rows[1] == ["a3-01", "10.9.0.11", "joined", "16", "48", "ok"]
+    assert rows[2] == ["a3-02", "10.9.0.12", "missing", "0", "0", "NOT", "READY"]
+    assert rows[3] == ["a3-03", "10.9.0.13", "joined", "15", "48", "NOT", "READY"]
