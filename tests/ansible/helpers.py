@@ -82,3 +82,14 @@ def recap(output: str) -> dict[str, dict[str, int]]:
         elif in_recap and not line.strip():
             in_recap = False
     return out
+
+
+def changed_tasks(output: str) -> str:
+    """The TASK headers followed by a `changed:` line, with those lines (for assertion messages)."""
+    out, task = [], ""
+    for line in output.splitlines():
+        if line.startswith("TASK ["):
+            task = line
+        elif line.startswith("changed:"):
+            out += [task, line]
+    return "\n".join(out) or "no changed task in the output"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ansible.helpers import recap
+from tests.ansible.helpers import changed_tasks, recap
 from tests.ansible.simcluster import SimCluster, ensure_tarball
 
 pytestmark = pytest.mark.docker
@@ -125,7 +125,7 @@ def test_apply_then_reapply_changes_nothing(cluster: tuple[SimCluster, Path, str
     assert second.returncode == 0, (second.stdout + second.stderr)[-5000:]
     counts = recap(second.stdout)
     assert set(counts) >= set(sim.hosts)
-    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), changed_tasks(second.stdout)
 
 
 def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) -> None:
