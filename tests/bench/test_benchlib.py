@@ -1,0 +1,126 @@
+"""The bench driver's pure parts: ratios, medians, output parsers, the results table and the merge of runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from benchlib import (  # noqa: E402
+    Figure,
+    build_steps,
+    changed_total,
+    faults_named,
+    layers_rebuilt,
+    median,
+    merge,
+    ratio,
+    ready_after,
+    recap,
+    role_times,
+    table,
+)
+
+RECAP = """
+TASK [ray_node : Readiness] ****
+ok: [a3-01]
+
+PLAY RECAP *********************************************************************
+a3-01                      : ok=41   changed=0    unreachable=0    failed=0    skipped=12   rescued=0    ignored=0
+a3-02                      : ok=38   changed=2    unreachable=0    failed=0    skipped=12   rescued=0    ignored=0
+localhost                  : ok=9    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
+
+Sunday 29 November 2026  21:00:00 +0000 (0:00:01.234)       0:01:10.000 ****
+===============================================================================
+preflight -------------------------------------------------------------- 20.50s
+image_dist ------------------------------------------------------------- 31.25s
+"""
+
+BUILD = """Sending build context to Docker daemon  1.2MB
+Step 1/6 : ARG RUNTIME_IMAGE
+Step 2/6 : FROM ${RUNTIME_IMAGE}
+ ---> c363e449f2f5
+Step 3/6 : COPY docker/versions.yaml compose.yam[l] /opt/verl-recipe/
+ ---> Using cache
+ ---> 1111
+Step 4/6 : COPY entrypoints/ /tmp/verl-recipe-src/entrypoints/
+ ---> 2222
+Step 5/6 : RUN python -m pip install /tmp/verl-recipe-src
+ ---> Running in 3333
+ ---> 4444
+Step 6/6 : LABEL a=b
+ ---> Running in 5555
+Successfully built 5555
+"""
+
+
+def test_ratio_rounds_and_refuses_a_zero_denominator() -> None:
+    assert ratio(3.0, 2.0) == 1.5
+    assert ratio(1.0, 3.0, 3) == 0.333
+    assert ratio(5.0, 0.0) is None
+    assert ratio(5.0, -1.0) is None
+
+
+def test_median_odd_even_and_empty() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 2.0, 3.0]) == 2.5
+    with pytest.raises(ValueError):
+        median([])
+
+
+def test_recap_counts_per_host_and_changed_total() -> None:
+    counts = recap(RECAP)
+    assert set(counts) == {"a3-01", "a3-02", "localhost"}
+    assert counts["a3-01"]["ok"] == 41 and counts["a3-02"]["changed"] == 2
+    assert changed_total(counts) == 2
+    assert recap("no recap here") == {}
+
+
+def test_role_times_from_profile_roles() -> None:
+    assert role_times(RECAP) == {"preflight": 20.5, "image_dist": 31.25}
+
+
+def test_build_steps_and_layers_rebuilt() -> None:
+    assert build_steps(BUILD) == (6, 1)
+    # FROM is neither cached nor rebuilt in the classic builder's wording, so it counts as run: 6 - 1.
+    assert layers_rebuilt(BUILD) == 5
+
+
+def test_ready_after_parses_the_entrypoint_line() -> None:
+    assert ready_after("3 nodes, 48 NPU dies - ready after 12.5 s") == 12.5
+    assert ready_after("waiting: 2 of 3 nodes") is None
+
+
+def test_faults_named_needs_a_failed_row_for_host_and_check() -> None:
+    rows = [
+        {"host": "a3-02", "check": "npu_link", "ok": False},
+        {"host": "a3-02", "check": "chip_health", "ok": True},
+        {"host": "a3-03", "check": "driver_version", "ok": False},
+    ]
+    injected = [("a3-02", "npu_link"), ("a3-02", "chip_health"), ("a3-02", "driver_version")]
+    assert faults_named(rows, injected) == [("a3-02", "npu_link")]
+
+
+def test_table_has_a_row_per_figure_and_aligned_columns() -> None:
+    figs = [
+        Figure("1", "deploy first run: 16 hosts / 1 host", 1.42, "1.0", "how", "quick-x"),
+        Figure("3", "faults named", 8, "8 of 8", "how", "quick-x"),
+        Figure("2", "bytes / tarball", None, "1.0", "how", "quick-x"),
+    ]
+    lines = table(figs).splitlines()
+    assert len(lines) == 2 + len(figs)
+    assert len({len(line) for line in lines}) == 1, "every line has the same width"
+    assert "| 1.42 " in lines[2] and "| 8 " in lines[3] and "| n/a " in lines[4]
+
+
+def test_merge_replaces_same_figure_and_keeps_others_with_their_run() -> None:
+    old = [
+        Figure("1", "a", 1.0, "1.0", "m", "quick-1").as_dict(),
+        Figure("6", "b", 2.0, "1.0", "m", "quick-1").as_dict(),
+    ]
+    new = [Figure("1", "a", 1.5, "1.0", "m", "full-2")]
+    merged = merge(old, new)
+    assert [(d["name"], d["value"], d["run"]) for d in merged] == [("a", 1.5, "full-2"), ("b", 2.0, "quick-1")]
