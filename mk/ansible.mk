@@ -27,8 +27,8 @@ test-ansible: venv ## deploy.yml tests: unit tier, then check/apply/idempotence/
 	$(VENV)/bin/pytest tests/ansible -m "not slow" $(PYTEST_ARGS)
 
 .PHONY: test-ansible-16
-test-ansible-16: venv ## deploy.yml on 16 simulated hosts: first run, re-run (changed=0), timings
-	$(VENV)/bin/pytest tests/ansible -m slow $(PYTEST_ARGS)
+test-ansible-16: venv ## deploy.yml on 1 and 16 simulated hosts: first run, re-run (changed=0), timings
+	$(VENV)/bin/pytest -s tests/ansible/test_deploy_scale.py -m slow $(PYTEST_ARGS)
 
 # `make lint` (mk/test.mk) runs the Ansible lint too.
 lint: lint-ansible
