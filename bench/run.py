@@ -472,10 +472,13 @@ def launch_cli(reps: int, run_id: str) -> list[Figure]:
 
 
 def head_poll_script(ip: str, port: int, nodes: int) -> str:
-    """Upstream's wait: `ray status` every 5 s until every node is listed; prints each reading with a time."""
+    """Upstream's wait (verl's Ascend multi-node example): every 5 s, the total NPU from `ray status`
+    (`grep -oP '(?<=/)\\d+\\.\\d+(?=\\s*NPU)'`) / 16 against NNODES; prints each reading with its time."""
     return (
         "low=0; for i in $(seq 200); do "
-        f"n=$(ray status --address {ip}:{port} 2>/dev/null | sed -n '/^Active:/,/^Pending:/p' | grep -c node_); "
+        f"s=$(ray status --address {ip}:{port} 2>/dev/null); "
+        "npu=$(echo \"$s\" | grep -oP '(?<=/)\\d+\\.\\d+(?=\\s*NPU)' | head -n 1); "
+        "npu=${npu:-0}; n=$(( ${npu%.*} / 16 )); "
         'echo "poll $(date +%s.%N) $n"; '
         f'if [ "$n" -lt {nodes} ]; then low=1; elif [ $low = 1 ]; then break; fi; sleep 5; done'
     )
@@ -527,7 +530,11 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
     try:
         low = poll.wait(lambda s: s.startswith("poll ") and int(s.split()[2]) < c.nodes, 180)
         if not low:
-            raise RuntimeError(f"the head never listed fewer than {c.nodes} nodes: {poll.lines[-5:]}")
+            st = c.ssh(
+                "a3-01", f"cd /opt/verl-recipe && {COMPOSE} exec -T ray-head ray status --address {head_ip}:6379"
+            )
+            log(f"ray status on the head:\n{st.stdout[-3000:]}")
+            raise RuntimeError(f"the head never listed fewer than {c.nodes} nodes: {poll.lines[-3:]}")
         scale = must(run([sys.executable, str(REPO / "scripts" / "sim_scale.py"), RECIPE, str(c.nodes)]), "scale")
         train = Stamped(
             c.popen(
@@ -800,63 +807,87 @@ def main() -> int:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
-    status = "complete"
+    errors: list[str] = []
+
+    def attempt(what: str, fn: Callable[[], list[Figure]]) -> bool:
+        """One section; a failure is logged and recorded, and the bench goes on with the next one."""
+        try:
+            figures.extend(fn())
+            return True
+        except Exception as e:  # noqa: BLE001 - report what was measured, then fail at the end
+            first = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+            errors.append(f"{what}: {first}")
+            log(f"{what} failed: {str(e)[-3000:]}")
+            return False
+
     try:
-        cluster_work = [s for s in sections if s in ("deploy", "preflight", "launch", "image")]
-        if cluster_work:
-            one: dict[str, Any] | None = None
+        if set(sections) & {"deploy", "preflight", "launch", "image"}:
+            one: dict[str, Any] = {}
             if "deploy" in sections:
                 c1 = Cluster(f"{a.name}1", 1)
                 clusters.append(c1)
-                log(f"sim-up 1 host ({c1.name})")
-                c1.up()
-                c1.seed()
-                log("deploy.yml x2 on 1 host")
-                one = deploy_pair(c1)
-                log(f"1 host: {one['first_s']} s / {one['rerun_s']} s")
+
+                def small() -> list[Figure]:
+                    log(f"sim-up 1 host ({c1.name})")
+                    c1.up()
+                    c1.seed()
+                    log("deploy.yml x2 on 1 host")
+                    one.update(deploy_pair(c1))
+                    log(f"1 host: {one['first_s']} s / {one['rerun_s']} s")
+                    return []
+
+                attempt("deploy on 1 host", small)
                 c1.down()
             cn = Cluster(f"{a.name}{big_n}", big_n)
             clusters.append(cn)
-            log(f"sim-up {big_n} hosts ({cn.name})")
-            cn.up()
-            cn.seed()
-            log(f"deploy.yml x2 on {big_n} hosts")
-            big = deploy_pair(cn)
-            log(f"{big_n} hosts: {big['first_s']} s / {big['rerun_s']} s, re-run changed {big['rerun_changed']}")
-            if one is not None:
-                figures += deploy_figures(one, big, run_id)
-            if "launch" in sections:
+            deployed = False
+
+            def bring_up() -> list[Figure]:
+                nonlocal deployed
+                log(f"sim-up {big_n} hosts ({cn.name})")
+                cn.up()
+                cn.seed()
+                if not set(sections) & {"deploy", "launch", "image"}:
+                    return []
+                log(f"deploy.yml x2 on {big_n} hosts")
+                big = deploy_pair(cn)
+                deployed = True
+                log(f"{big_n} hosts: {big['first_s']} s / {big['rerun_s']} s, changed {big['rerun_changed']}")
+                return deploy_figures(one, big, run_id) if one else []
+
+            up_ok = attempt(f"sim-up and deploy on {big_n} hosts", bring_up)
+            if up_ok and deployed and "launch" in sections:
                 log("launch: wait for the last node, entrypoint vs ray status loop")
-                figures += launch_wait(cn, run_id)
-            if "preflight" in sections:
+                attempt("launch wait", lambda: launch_wait(cn, run_id))
+            if up_ok and "preflight" in sections:
                 log("preflight: healthy, then with faults")
-                figures += preflight_section(cn, run_id)
-            if "image" in sections:
+                attempt("preflight", lambda: preflight_section(cn, run_id))
+            if up_ok and deployed and "image" in sections:
                 log("image: fan-out vs naive copy")
-                figures += image_section(cn, run_id)
+                attempt("image", lambda: image_section(cn, run_id))
             cn.down()
         if "launch" in sections:
             log("launch: render/validate medians")
-            figures += launch_cli(reps, run_id)
+            attempt("launch cli", lambda: launch_cli(reps, run_id))
         if "rebuild" in sections:
             log("rebuild: full no-cache build, then a one-line change")
-            figures += rebuild_section(run_id)
+            attempt("rebuild", lambda: rebuild_section(run_id))
         if "simcost" in sections:
             sizes = "1,4" if a.quick else "1,4,16"
             log(f"simulation cost for {sizes} hosts")
-            figures += simcost_section(sizes, run_id)
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - report what was measured, then fail
-        status = f"stopped early: {str(e).splitlines()[0][:300] if str(e) else type(e).__name__}"
-        log(status)
+            attempt("simcost", lambda: simcost_section(sizes, run_id))
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - interrupted: still write what was measured
+        errors.append(f"interrupted: {e!r}"[:300])
     finally:
         for c in clusters:
             c.down()
+    status = "complete" if not errors else "incomplete: " + "; ".join(errors)
     meta["loadavg_end"] = list(os.getloadavg())
     meta["status"] = status
     out = Path(a.out)
     tbl = write_results(out / "results.json", out / "results.md", meta, figures)
     print(tbl)
-    return 0 if status == "complete" else 1
+    return 0 if not errors else 1
 
 
 if __name__ == "__main__":
