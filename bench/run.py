@@ -539,7 +539,7 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
         train = Stamped(
             c.popen(
                 "a3-01",
-                f"cd /opt/verl-recipe && {COMPOSE} run --rm train-{RECIPE[7:]} --rehearse {scale.stdout.strip()}",
+                f"cd /opt/verl-recipe && {COMPOSE} run --rm train-{RECIPE.removeprefix('qwen3.5-')} --rehearse {scale.stdout.strip()}",
             )
         )
         if not train.wait(lambda s: s.startswith("waiting:"), 300):
@@ -575,7 +575,7 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
             f"launch notice after the last worker starts: entrypoint / `ray status` 5 s loop ({n} hosts)",
             ratio(entry, loop),
             "< 1 (entrypoint polls Ray's API every 2 s)",
-            f"one ray-worker stopped, `docker compose run train-{RECIPE[7:]} --rehearse` (layout scaled to {n} "
+            f"one ray-worker stopped, `docker compose run train-{RECIPE.removeprefix('qwen3.5-')} --rehearse` (layout scaled to {n} "
             "nodes) waiting on the head, a shell loop running `ray status` every 5 s in the ray-head container; "
             "then the worker started: seconds from that start until each printed that all nodes are there "
             "(both include the worker's own Ray start-up)",
