@@ -48,6 +48,7 @@ VENV_BIN = Path(sys.executable).parent
 IMAGE = "verl-recipe:sim"
 TARBALL = REPO / "build" / "images" / "verl-recipe-sim.tar"
 RECIPE = "qwen3.5-397b"
+SERVICE = "train-397b"  # its service in compose.yaml
 COMPOSE = "docker compose --project-name verl-recipe --env-file node.env -f compose.yaml -f compose.sim.yaml"
 SECTIONS = ("deploy", "preflight", "launch", "image", "rebuild", "simcost")
 # (fault, preflight check that must name it): one per kind of problem a site meets.
@@ -539,7 +540,7 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
         train = Stamped(
             c.popen(
                 "a3-01",
-                f"cd /opt/verl-recipe && {COMPOSE} run --rm train-{RECIPE.removeprefix('qwen3.5-')} --rehearse {scale.stdout.strip()}",
+                f"cd /opt/verl-recipe && {COMPOSE} run --rm {SERVICE} --rehearse {scale.stdout.strip()}",
             )
         )
         if not train.wait(lambda s: s.startswith("waiting:"), 300):
@@ -575,7 +576,7 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
             f"launch notice after the last worker starts: entrypoint / `ray status` 5 s loop ({n} hosts)",
             ratio(entry, loop),
             "< 1 (entrypoint polls Ray's API every 2 s)",
-            f"one ray-worker stopped, `docker compose run train-{RECIPE.removeprefix('qwen3.5-')} --rehearse` (layout scaled to {n} "
+            f"one ray-worker stopped, `docker compose run {SERVICE} --rehearse` (layout scaled to {n} "
             "nodes) waiting on the head, a shell loop running `ray status` every 5 s in the ray-head container; "
             "then the worker started: seconds from that start until each printed that all nodes are there "
             "(both include the worker's own Ray start-up)",
