@@ -50,7 +50,7 @@ TARBALL = REPO / "build" / "images" / "verl-recipe-sim.tar"
 RECIPE = "qwen3.5-397b"
 SERVICE = "train-397b"  # its service in compose.yaml
 COMPOSE = "docker compose --project-name verl-recipe --env-file node.env -f compose.yaml -f compose.sim.yaml"
-SECTIONS = ("deploy", "preflight", "launch", "image", "rebuild", "simcost")
+SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "rebuild", "simcost")
 # (fault, preflight check that must name it): one per kind of problem a site meets.
 FAULTS = [
     ("link-down:3", "npu_link"),
@@ -867,7 +867,7 @@ def main() -> int:
                 log("image: fan-out vs naive copy")
                 attempt("image", lambda: image_section(cn, run_id))
             cn.down()
-        if "launch" in sections:
+        if "cli" in sections:
             log("launch: render/validate medians")
             attempt("launch cli", lambda: launch_cli(reps, run_id))
         if "rebuild" in sections:

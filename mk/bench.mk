@@ -2,7 +2,7 @@
 # cost; each figure a ratio or count from one run, written to bench/results.md and bench/results.json.
 # Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts, fewer repetitions.
 QUICK          ?=
-BENCH_SECTIONS ?= deploy,preflight,launch,image,rebuild,simcost
+BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost
 BENCH_NAME     ?= bench
 
 .PHONY: bench
