@@ -190,3 +190,14 @@ def test_preflight_tag_runs_alone(cluster: tuple[SimCluster, Path, str]) -> None
     assert "preflight OK: 3 hosts x" in out
     ran = set(re.findall(r"^TASK \[(\w+) :", out, re.M))
     assert ran == {"validate_inventory", "preflight"}, ran
+
+
+def test_registry_source_verifies_the_image_everywhere(cluster: tuple[SimCluster, Path, str]) -> None:
+    """The registry branch on hosts that already hold the image: no pull, the same ID verified on every host.
+    (Pulling itself needs a registry, which this machine has none of.)"""
+    sim, extra, image_id = cluster
+    res = sim.deploy(extra, "--tags", "image", "-e", "site_image_source=registry")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert f"verl-recipe:sim is {image_id} on all 3 hosts" in " ".join(out.split())  # the callback wraps lines
+    assert all(c["changed"] == 0 for c in recap(res.stdout).values()), changed_tasks(res.stdout)
