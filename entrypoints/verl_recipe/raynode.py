@@ -20,6 +20,17 @@ from types import FrameType
 
 from .nodeenv import NodeEnv
 
+RAY_NODE_PORTS = {
+    "node-manager-port": 6380,
+    "object-manager-port": 6381,
+    "runtime-env-agent-port": 6382,
+    "metrics-export-port": 6383,
+    "dashboard-agent-grpc-port": 6384,
+    "dashboard-agent-listen-port": 52365,
+    "min-worker-port": 10002,
+    "max-worker-port": 19999,
+}
+RAY_CLIENT_PORT = 10001
 SIM_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # per simulated node: 16 of them share one small machine
 CPUS_PER_DIE = 3  # verl 0.8.0 bundles: {"CPU": 3, "NPU": 1} per die (max_colocate_count)
 _DIE = re.compile(r"^davinci(\d+)$")
@@ -67,10 +78,12 @@ def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool
         f"--node-name={ne.name}",
         "--disable-usage-stats",
     ]
+    # Fixed ports, so the firewall list in docs/deploy.md is complete (Ray picks random ones otherwise).
+    argv += [f"--{name}={port}" for name, port in RAY_NODE_PORTS.items()]
     if ne.simulated:
         argv += [f"--object-store-memory={SIM_OBJECT_STORE_BYTES}"]
     if role == "head":
-        argv += ["--head", f"--port={ne.ray_port}"]
+        argv += ["--head", f"--port={ne.ray_port}", f"--ray-client-server-port={RAY_CLIENT_PORT}"]
         # Listen on the cluster interface only, never 0.0.0.0.
         argv += [
             f"--include-dashboard={'true' if dashboard else 'false'}",

@@ -17,7 +17,6 @@ import yaml
 from tests.ansible.helpers import ANSIBLE_DIR, REPO, playbook
 
 IMAGE = "verl-recipe:sim"
-FIXTURES = Path(__file__).parent / "fixtures"
 MODEL_DIR = "/mnt/shared/models/Qwen3.5-35B-A3B"
 
 
@@ -95,9 +94,8 @@ class SimCluster:
             for p, v in files.items()
         )
         self.ssh(self.hosts[0], f"sudo sh -c {shlex.quote(script)}")
-        # The repository's compose files, plus the test-only ulimits override (see the fixture's comment).
-        compose = [REPO / "compose.yaml", REPO / "compose.sim.yaml", FIXTURES / "compose.sim-limits.yaml"]
-        extra = {"site_image_tarball": str(tarball), "deploy_common_compose_files": [str(p) for p in compose]}
+        # deploy.yml copies the repository's compose.yaml and compose.sim.yaml (site_simulated) as they are.
+        extra = {"site_image_tarball": str(tarball)}
         path = self.work / f"{self.name}-vars.yml"
         path.write_text(yaml.safe_dump(extra))
         return path

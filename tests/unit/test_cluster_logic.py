@@ -57,11 +57,14 @@ def test_ray_start_binds_cluster_interface_with_npu_resources(tmp_path: Path) ->
     assert "--node-ip-address=10.9.0.12" in head
     assert "--dashboard-host=10.9.0.12" in head, "the dashboard listens on the cluster interface, not 0.0.0.0"
     assert "--num-cpus=48" in head
+    assert {"--node-manager-port=6380", "--object-manager-port=6381", "--min-worker-port=10002"} <= set(head), (
+        "fixed ports: the firewall list is exact"
+    )
     res = next(a for a in head if a.startswith("--resources="))
     assert json.loads(res.split("=", 1)[1]) == {"NPU": 16}
     worker = ray_start_argv("worker", ne, 16, 48, dashboard=False)
     assert "--address=10.9.0.11:6379" in worker and "--head" not in worker
-    assert not any(a.startswith("--dashboard") for a in worker)
+    assert not any(a.startswith(("--dashboard-host", "--dashboard-port")) for a in worker)
 
 
 @pytest.mark.parametrize(
