@@ -77,9 +77,17 @@ def build_steps(output: str) -> tuple[int, int]:
 
 
 def layers_rebuilt(output: str) -> int:
-    """Steps that produced a new layer: a `Running in` container, or a COPY/ADD/metadata step not from cache."""
-    steps, cached = build_steps(output)
-    return steps - cached
+    """Steps that made a new layer: a `Running in` container, or a COPY/ADD not taken from cache.
+
+    FROM and an ARG before it only name the base (`---> <id>`), so they are neither cached nor rebuilt."""
+    count = 0
+    for block in re.split(r"^(?=Step \d+/\d+ :)", output, flags=re.M):
+        head = re.match(r"Step \d+/\d+ : (\w+)", block)
+        if not head or " ---> Using cache" in block:
+            continue
+        if " ---> Running in " in block or head.group(1).upper() in ("COPY", "ADD"):
+            count += 1
+    return count
 
 
 def ready_after(output: str) -> float | None:

@@ -656,6 +656,9 @@ def rebuild_section(run_id: str) -> list[Figure]:
         "rebuild_steps": steps,
         "rebuild_cached": cached,
         "full_steps": full_steps,
+        "rebuild_log": [
+            ln[:100] for ln in reb.stdout.splitlines() if re.match(r"^(Step \d| ---> (Using|Running))", ln)
+        ],
     }
     return [
         Figure(
