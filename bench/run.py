@@ -756,6 +756,9 @@ def write_results(path_json: Path, path_md: Path, meta: dict[str, Any], figures:
     merged = merge(old.get("figures", []), figures)
     runs = dict(old.get("runs", {}))
     runs[meta["run"]] = meta
+    # A run none of whose figures is left (all measured again later) is dropped, except this one.
+    owners = {d.get("run") for d in merged}
+    runs = {rid: m for rid, m in runs.items() if rid in owners or rid == meta["run"]}
     path_json.write_text(json.dumps({"runs": runs, "figures": merged}, indent=1) + "\n")
     shown = [Figure(d["section"], d["name"], d["value"], d["ideal"], d["method"], d["run"]) for d in merged]
     tbl = table(shown)
