@@ -9,6 +9,16 @@ image-sim-tar: image-sim ## verl-recipe:sim saved as the tarball the simulated i
 	docker save verl-recipe:sim -o $(SIM_IMAGE_TAR).part
 	mv $(SIM_IMAGE_TAR).part $(SIM_IMAGE_TAR)
 
+# Compressed for the demo: 16 hosts each hold the tarball and the loaded image at once during the fan-out.
+SIM_IMAGE_TGZ ?= build/images/verl-recipe-sim.tar.gz
+
+.PHONY: image-sim-tgz
+image-sim-tgz: image-sim
+	mkdir -p $(dir $(SIM_IMAGE_TGZ))
+	docker save verl-recipe:sim | gzip -1 > $(SIM_IMAGE_TGZ).part
+	mv $(SIM_IMAGE_TGZ).part $(SIM_IMAGE_TGZ)
+
 .PHONY: demo
-demo: host-deps compose-plugin image-sim-tar sim-image ## Simulated cluster -> deploy.yml -> docker compose run train-397b --rehearse
-	NODES='$(NODES)' SIM_NAME='$(SIM_NAME)' RECIPE='$(RECIPE)' KEEP='$(KEEP)' PY='$(PY)' bash scripts/sim_demo.sh
+demo: host-deps compose-plugin image-sim-tgz sim-image ## Simulated cluster -> deploy.yml -> docker compose run train-397b --rehearse
+	NODES='$(NODES)' SIM_NAME='$(SIM_NAME)' RECIPE='$(RECIPE)' KEEP='$(KEEP)' PY='$(PY)' IMAGE_TARBALL='$(CURDIR)/$(SIM_IMAGE_TGZ)' \
+	  bash scripts/sim_demo.sh

@@ -29,7 +29,8 @@ docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -v "$SIM_NAME-shared:/
   'for r in qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b; do verl-recipe prepare-data "$r" --synthetic || exit 1; done'
 
 step "deploy.yml"
-make --no-print-directory deploy INVENTORY="$PWD/$inv"
+make --no-print-directory deploy INVENTORY="$PWD/$inv" \
+  ${IMAGE_TARBALL:+ANSIBLE_ARGS="-e site_image_tarball=$IMAGE_TARBALL"}
 
 step "docker compose run $service --rehearse on a3-01"
 scale=$($PY scripts/sim_scale.py "$RECIPE" "$NODES")
