@@ -42,5 +42,5 @@ kill -TERM "$head_pid"
 wait "$head_pid"
 echo "RC_HEAD_STOP=$?"
 sleep 2
-echo "LEFTOVER=$(pgrep -c -f 'raylet|gcs_server' || true)"
+echo "LEFTOVER=$(ps -eo args | awk '/raylet|gcs_server/ && !/awk/ {n++} END {print n+0}')"
 ls /shared/runs/nodes | sed 's/^/NODE_LOG: /'
