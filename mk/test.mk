@@ -15,4 +15,5 @@ test-unit: venv ## Unit and conformance tests (no Docker)
 
 .PHONY: test
 test: lint test-unit ## Everything CI runs: lint, unit, conformance and integration tests
+	$(MAKE) --no-print-directory host-deps compose-plugin
 	$(VENV)/bin/pytest -m "docker and not slow" $(PYTEST_ARGS)
