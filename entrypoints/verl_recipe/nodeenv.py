@@ -24,6 +24,7 @@ class NodeEnv:
     simulated: bool
     num_cpus: int | None
     dev_dir: str
+    port_offset: int = 0  # only for several Ray nodes in one network namespace (tests); 0 on a real host
 
     @property
     def gcs_address(self) -> str:
@@ -77,4 +78,5 @@ def from_environ(env: Mapping[str, str] | None = None) -> NodeEnv:
         simulated=e.get("VERL_RECIPE_SIMULATED", "0") == "1",
         num_cpus=_int(e, "RAY_NUM_CPUS") if cpus else None,
         dev_dir=e.get("VERL_RECIPE_DEV_DIR", "/dev"),
+        port_offset=_int(e, "VERL_RECIPE_RAY_PORT_OFFSET", 0),
     )

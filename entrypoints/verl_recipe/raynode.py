@@ -79,11 +79,11 @@ def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool
         "--disable-usage-stats",
     ]
     # Fixed ports, so the firewall list in docs/deploy.md is complete (Ray picks random ones otherwise).
-    argv += [f"--{name}={port}" for name, port in RAY_NODE_PORTS.items()]
+    argv += [f"--{name}={port + ne.port_offset}" for name, port in RAY_NODE_PORTS.items()]
     if ne.simulated:
         argv += [f"--object-store-memory={SIM_OBJECT_STORE_BYTES}"]
     if role == "head":
-        argv += ["--head", f"--port={ne.ray_port}", f"--ray-client-server-port={RAY_CLIENT_PORT}"]
+        argv += ["--head", f"--port={ne.ray_port}", f"--ray-client-server-port={RAY_CLIENT_PORT + ne.port_offset}"]
         # Listen on the cluster interface only, never 0.0.0.0.
         argv += [
             f"--include-dashboard={'true' if dashboard else 'false'}",

@@ -18,7 +18,8 @@ echo "MSG_SHORT=$(grep '^error:' /tmp/short.log)"
 
 NODE_NAME=h1 NODE_IP=127.0.0.2 VERL_RECIPE_DEV_DIR=/tmp/dev16 verl-recipe node --role head >/tmp/head.log 2>&1 &
 head_pid=$!
-NODE_NAME=h2 NODE_IP=127.0.0.3 VERL_RECIPE_DEV_DIR=/tmp/dev16 verl-recipe node --role worker >/tmp/worker.log 2>&1 &
+# Two nodes share this container's network namespace: the second one's fixed Ray ports move by 100.
+NODE_NAME=h2 NODE_IP=127.0.0.3 VERL_RECIPE_DEV_DIR=/tmp/dev16 VERL_RECIPE_RAY_PORT_OFFSET=100 verl-recipe node --role worker >/tmp/worker.log 2>&1 &
 worker_pid=$!
 
 export NODE_NAME=h1 NODE_IP=127.0.0.2 VERL_RECIPE_DEV_DIR=/tmp/dev16
