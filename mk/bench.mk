@@ -6,7 +6,7 @@ BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost
 BENCH_NAME     ?= bench
 
 .PHONY: bench
-bench: host-deps compose-plugin image-sim-tar sim-image ## Measure deploy, distribution, preflight, launch, rebuild, sim cost (QUICK=1: small)
+bench: host-deps compose-plugin image-sim-tgz sim-image ## Measure deploy, distribution, preflight, launch, rebuild, sim cost (QUICK=1: small)
 	$(PY) bench/run.py $(if $(QUICK),--quick) --sections '$(BENCH_SECTIONS)' --name '$(BENCH_NAME)'
 
 .PHONY: test-bench
