@@ -34,6 +34,18 @@ def ratio(num: float, den: float, digits: int = 2) -> float | None:
     return round(num / den, digits)
 
 
+def cpu_ticks(proc_stat: str) -> tuple[int, int]:
+    """(busy, total) jiffies of the machine from /proc/stat's aggregate `cpu` line; busy excludes idle and iowait."""
+    for line in proc_stat.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
+            vals = [int(v) for v in fields[1:9]]
+            total = sum(vals)
+            return total - vals[3] - vals[4], total
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
 def median(values: list[float]) -> float:
     if not values:
         raise ValueError("median of no values")

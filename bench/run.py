@@ -32,6 +32,7 @@ from benchlib import (  # noqa: E402
     Figure,
     build_steps,
     changed_total,
+    cpu_ticks,
     faults_named,
     layers_rebuilt,
     median,
@@ -189,15 +190,33 @@ class Cluster:
 # 1. deploy scaling
 
 
+def cpu_sample() -> tuple[int, int]:
+    return cpu_ticks(Path("/proc/stat").read_text())
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """Share of the machine's CPU time that was busy between two samples (1.0: every core busy throughout)."""
+    return ratio(after[0] - before[0], after[1] - before[1], 3)
+
+
 def deploy_pair(c: Cluster) -> dict[str, Any]:
+    hz = os.sysconf("SC_CLK_TCK")
+    s0 = cpu_sample()
     first_s, first = c.playbook()
+    s1 = cpu_sample()
     must(first, f"deploy.yml first run on {c.nodes} hosts")
     rerun_s, second = c.playbook()
+    s2 = cpu_sample()
     must(second, f"deploy.yml re-run on {c.nodes} hosts")
     return {
         "hosts": c.nodes,
         "first_s": round(first_s, 1),
         "rerun_s": round(rerun_s, 1),
+        # Whole machine: control node, every simulated host and anything else running (load is in meta).
+        "first_busy_share": busy_share(s0, s1),
+        "rerun_busy_share": busy_share(s1, s2),
+        "first_cpu_s": round((s1[0] - s0[0]) / hz, 1),
+        "rerun_cpu_s": round((s2[0] - s1[0]) / hz, 1),
         "rerun_changed": changed_total(recap(second.stdout)),
         "first_changed": changed_total(recap(first.stdout)),
         "first_roles_s": role_times(first.stdout),
@@ -243,6 +262,25 @@ def deploy_figures(one: dict[str, Any], big: dict[str, Any], run_id: str) -> lis
             one["rerun_changed"],
             "0 (must)",
             "sum of changed= over the re-run's PLAY RECAP",
+            run_id,
+        ),
+        Figure(
+            "1",
+            f"deploy first run on {n} hosts: busy share of this machine's CPU",
+            big.get("first_busy_share"),
+            "1.0 = CPU-bound: N / 1 above is this machine's limit, not serialisation",
+            "busy jiffies / all jiffies of /proc/stat's cpu line over the run (all cores; includes ansible, every "
+            f"simulated host and anything else running); 1 host: {one.get('first_busy_share')}",
+            run_id,
+        ),
+        Figure(
+            "1",
+            f"deploy first run: machine CPU-seconds per host, {n} hosts / 1 host",
+            ratio(big["first_cpu_s"] / n, one["first_cpu_s"]) if one.get("first_cpu_s") else None,
+            "1.0 (per-host work does not grow with the cluster)",
+            f"busy CPU-seconds of the whole machine over the run / hosts ({big.get('first_cpu_s')} s on {n}, "
+            f"{one.get('first_cpu_s')} s on 1); on real hosts each brings its own cores, so this ratio, not the "
+            "wall-time one, carries over",
             run_id,
         ),
         Figure(

@@ -13,6 +13,7 @@ from benchlib import (  # noqa: E402
     Figure,
     build_steps,
     changed_total,
+    cpu_ticks,
     faults_named,
     layers_rebuilt,
     median,
@@ -124,3 +125,11 @@ def test_merge_replaces_same_figure_and_keeps_others_with_their_run() -> None:
     new = [Figure("1", "a", 1.5, "1.0", "m", "full-2")]
     merged = merge(old, new)
     assert [(d["name"], d["value"], d["run"]) for d in merged] == [("a", 1.5, "full-2"), ("b", 2.0, "quick-1")]
+
+
+def test_cpu_ticks_counts_busy_without_idle_and_iowait() -> None:
+    stat = "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 3 0\nintr 1\n"
+    # guest (7) is already inside user: it is not added again
+    assert cpu_ticks(stat) == (160, 1000)
+    with pytest.raises(ValueError):
+        cpu_ticks("intr 1\n")
