@@ -1,5 +1,5 @@
 # Benchmarks (bench/run.py): deploy scaling, image fan-out, preflight with faults, launch path, rebuild, simulation
-# cost; each figure a ratio or count from one run, written to bench/results.md and bench/results.json.
+# cost; each figure a ratio or count from one run, written to bench/results.{md,json} (QUICK: bench/results-quick.*).
 # Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts, fewer repetitions.
 QUICK          ?=
 BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost
