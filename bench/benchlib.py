@@ -136,9 +136,18 @@ def table(figures: list[Figure]) -> str:
     return "\n".join(out)
 
 
+_SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
+
+
+def figure_key(section: str, name: str) -> tuple[str, str]:
+    """What makes two figures the same: section and name, with the seconds some names quote ("median 0.38 s")
+    taken out, so a new run replaces the old line instead of adding one beside it."""
+    return str(section), _SECONDS.sub("# s", name)
+
+
 def merge(old: list[dict[str, Any]], new: list[Figure]) -> list[dict[str, Any]]:
-    """Figures of this run replace those of the same section and name; the others stay with their run label."""
-    fresh = {(f.section, f.name) for f in new}
-    kept = [d for d in old if (d.get("section"), d.get("name")) not in fresh]
+    """Figures of this run replace those of the same key (figure_key); the others stay with their run label."""
+    fresh = {figure_key(f.section, f.name) for f in new}
+    kept = [d for d in old if figure_key(d.get("section", ""), d.get("name", "")) not in fresh]
     merged = kept + [f.as_dict() for f in new]
     return sorted(merged, key=lambda d: (str(d.get("section")), str(d.get("name"))))

@@ -127,6 +127,24 @@ def test_merge_replaces_same_figure_and_keeps_others_with_their_run() -> None:
     assert [(d["name"], d["value"], d["run"]) for d in merged] == [("a", 1.5, "full-2"), ("b", 2.0, "quick-1")]
 
 
+def test_merge_replaces_a_figure_whose_name_quotes_seconds() -> None:
+    old = [
+        Figure("4", "render: median / start-up (median 0.38 s)", 14.6, "1.0", "m", "quick-1").as_dict(),
+        Figure("6", "memory per host (1 hosts)", 55, "counts", "m", "quick-1").as_dict(),
+        Figure("6", "memory per host (4 hosts)", 56, "counts", "m", "quick-1").as_dict(),
+    ]
+    new = [
+        Figure("4", "render: median / start-up (median 0.09 s)", 9.9, "1.0", "m", "quick-2"),
+        Figure("6", "memory per host (4 hosts)", 57, "counts", "m", "quick-2"),
+    ]
+    merged = merge(old, new)
+    assert [(d["name"], d["run"]) for d in merged] == [
+        ("render: median / start-up (median 0.09 s)", "quick-2"),
+        ("memory per host (1 hosts)", "quick-1"),  # host counts are not seconds: still a figure of its own
+        ("memory per host (4 hosts)", "quick-2"),
+    ]
+
+
 def test_cpu_ticks_counts_busy_without_idle_and_iowait() -> None:
     stat = "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 3 0\nintr 1\n"
     # guest (7) is already inside user: it is not added again
