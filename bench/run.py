@@ -139,29 +139,8 @@ class Cluster:
         return hosts
 
     def seed(self) -> None:
-        """The site's placeholder model and data on the shared storage (scripts/sim_demo.sh)."""
-        script = "for r in qwen3.5-35b qwen3.5-397b; do verl-recipe prepare-data $r --synthetic || exit 1; done"
-        must(
-            run(
-                [
-                    "docker",
-                    "run",
-                    "--rm",
-                    "--network",
-                    "none",
-                    "-e",
-                    "VERL_RECIPE_SIMULATED=1",
-                    "-v",
-                    f"{self.name}-shared:/mnt/shared",
-                    "--entrypoint",
-                    "bash",
-                    IMAGE,
-                    "-c",
-                    script,
-                ]
-            ),
-            "prepare-data",
-        )
+        """The site's placeholder model and data on the shared storage, as `make demo` does."""
+        must(self.make("sim-seed"), "make sim-seed")
 
     def playbook(self, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
         env = dict(os.environ)

@@ -25,6 +25,14 @@ sim-image: base-image venv ## Simulated A3 host image (verl-recipe-sim-host:book
 sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write their inventory
 	$(SIMCTL) up --nodes '$(NODES)'
 
+# Every recipe by default: the demo may run any of them; tests and the bench seed the same set.
+SEED_RECIPES ?= qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b
+
+.PHONY: sim-seed
+sim-seed: ## Placeholder model and data for SEED_RECIPES on the cluster's shared storage (simulation only; needs verl-recipe:sim)
+	docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -v '$(SIM_NAME)-shared:/mnt/shared' \
+	  --entrypoint bash verl-recipe:sim -c 'for r in $(SEED_RECIPES); do verl-recipe prepare-data "$$r" --synthetic || exit 1; done'
+
 .PHONY: sim-status
 sim-status: venv ## Hosts, addresses, engines and faults of the simulated cluster
 	$(SIMCTL) status

@@ -24,9 +24,7 @@ if [ "$KEEP" != 1 ]; then
 fi
 
 step "shared storage: placeholder model and data for every recipe (simulation only)"
-docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -v "$SIM_NAME-shared:/mnt/shared" \
-  --entrypoint bash verl-recipe:sim -c \
-  'for r in qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b; do verl-recipe prepare-data "$r" --synthetic || exit 1; done'
+make --no-print-directory sim-seed SIM_NAME="$SIM_NAME"
 
 step "deploy.yml"
 make --no-print-directory deploy INVENTORY="$PWD/$inv" \

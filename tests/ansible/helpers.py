@@ -68,20 +68,17 @@ def clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def recap(output: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP counters per host."""
-    out: dict[str, dict[str, int]] = {}
-    in_recap = False
-    for line in output.splitlines():
-        if line.startswith("PLAY RECAP"):
-            in_recap = True
-            continue
-        if in_recap and ":" in line and "=" in line:
-            name, _, rest = line.partition(":")
-            out[name.strip()] = {k: int(v) for k, v in (kv.split("=") for kv in rest.split())}
-        elif in_recap and not line.strip():
-            in_recap = False
-    return out
+def _benchlib() -> ModuleType:
+    """bench/benchlib.py holds the one PLAY RECAP parser (unit-tested in tests/bench); bench/ is not a package."""
+    path = REPO / "bench" / "benchlib.py"
+    spec = importlib.util.spec_from_file_location("benchlib", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+recap = _benchlib().recap
 
 
 def changed_tasks(output: str) -> str:

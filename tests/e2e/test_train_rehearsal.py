@@ -39,26 +39,7 @@ def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "image-sim-tar"], check=True)
     name = f"e2e{os.getpid() % 100000}"
     with running_cluster(name, 3, tmp_path_factory.mktemp("e2e")) as c:
-        seed = "for r in qwen3.5-35b qwen3.5-397b; do verl-recipe prepare-data $r --synthetic || exit 1; done"
-        subprocess.run(
-            [
-                "docker",
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                "-e",
-                "VERL_RECIPE_SIMULATED=1",
-                "-v",
-                f"{name}-shared:/mnt/shared",
-                "--entrypoint",
-                "bash",
-                sim_image,
-                "-c",
-                seed,
-            ],
-            check=True,
-        )
+        subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "sim-seed", f"SIM_NAME={name}"], check=True)
         deploy = subprocess.run(
             ["make", "--no-print-directory", "-C", str(REPO), "deploy", f"INVENTORY={c.inventory}"],
             capture_output=True,
