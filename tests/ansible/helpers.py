@@ -69,13 +69,12 @@ def clone(value: Any) -> Any:
 
 
 def _benchlib() -> ModuleType:
-    """bench/benchlib.py holds the one PLAY RECAP parser (unit-tested in tests/bench); bench/ is not a package."""
-    path = REPO / "bench" / "benchlib.py"
-    spec = importlib.util.spec_from_file_location("benchlib", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """bench/benchlib.py holds the one PLAY RECAP parser (unit-tested in tests/bench); bench/ is not a package,
+    so it is imported the way tests/bench imports it (one module object, whichever test collects first)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import benchlib
+
+    return benchlib
 
 
 recap = _benchlib().recap
