@@ -5,6 +5,7 @@ tests/bench/test_benchlib.py covers them; bench/run.py does the measuring.
 
 from __future__ import annotations
 
+import datetime
 import re
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -151,3 +152,95 @@ def merge(old: list[dict[str, Any]], new: list[Figure]) -> list[dict[str, Any]]:
     kept = [d for d in old if figure_key(d.get("section", ""), d.get("name", "")) not in fresh]
     merged = kept + [f.as_dict() for f in new]
     return sorted(merged, key=lambda d: (str(d.get("section")), str(d.get("name"))))
+
+
+def named_lost(lines: list[tuple[float, str]], host: str, ip: str, t0: float) -> tuple[float, str] | None:
+    """Seconds from t0 (the power loss) to the first stamped line of the head naming `host (ip)` as lost (its own
+    knock) or as having left (Ray's verdict reached first), with that line."""
+    label = f"{host} ({ip})"
+    for t, line in lines:
+        if t >= t0 and label in line and (" lost" in line or "left the cluster" in line):
+            return round(t - t0, 1), line
+    return None
+
+
+def ray_dead_after(lines: list[tuple[float, str]], t0: float) -> float | None:
+    """Seconds from t0 to Ray's own verdict: the first `dead <epoch seconds>` line of the Ray-side poll (the epoch
+    is read inside the head's container, on the same kernel clock as t0)."""
+    for _, line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "dead":
+            return round(float(parts[1]) - t0, 1)
+    return None
+
+
+def nodeloss_figures(
+    n: int, named_s: float | None, dead_s: float | None, rejoin_s: float | None, rc: int | None, run_id: str,
+    detail: dict[str, Any],
+) -> list[Figure]:  # fmt: skip
+    how = (
+        f"{n} deployed hosts, a rehearsal of all {n} nodes running on the head (a long all-reduce); `make sim-fault "
+        f"HOST=a3-{n:02d} FAULT=down` (power loss: the host and its engine's containers killed at once); seconds "
+        "from that command until the head's output names the host, and until Ray's own node table marks the node "
+        "dead (`ray.nodes()` polled every 0.5 s in the ray-head container)"
+    )
+    return [
+        Figure("8", f"power loss -> the head names the host ({n} hosts), s", named_s,
+               "10-13 (10 s of knocks every 2 s)", how, run_id, detail),
+        Figure("8", f"power loss -> Ray marks the node dead ({n} hosts), s", dead_s, "-", how, run_id),
+        Figure("8", f"head naming / Ray's node-death detection ({n} hosts)",
+               ratio(named_s, dead_s) if named_s is not None and dead_s is not None else None, "< 1", how, run_id),
+        Figure("8", f"rehearsal exit status after the loss ({n} hosts)", rc, "3", "exit status of the rehearsal above",
+               run_id),
+        Figure("8", f"reboot -> every node joined again ({n} hosts), s", rejoin_s, "-",
+               f"`FAULT=clear` on a3-{n:02d} (boot: engine, then its ray-worker by restart policy unless-stopped) "
+               f"until the head's `verl-recipe wait-cluster --nodes {n}` returns", run_id),
+    ]  # fmt: skip
+
+
+def rfc3339_epoch(stamp: str) -> float:
+    """Epoch seconds of a Docker time stamp (`2026-12-01T06:59:01.123456789Z`: nanoseconds, UTC)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp.strip())
+    if not m:
+        raise ValueError(f"not an RFC 3339 time stamp: {stamp!r}")
+    base = datetime.datetime.fromisoformat(m.group(1) + ("+00:00" if m.group(3) == "Z" else m.group(3)))
+    return base.timestamp() + float("0." + (m.group(2) or "0"))
+
+
+VERL_NOTE = re.compile(r"note: verl's own start-up checks ran in ([0-9]+(?:\.[0-9]+)?) s")
+VALIDATE_END = re.compile(r"=== validate rc=(\d+) start=([0-9.]+) end=([0-9.]+)")
+
+
+def validate_runs(output: str) -> list[tuple[float, float | None]]:
+    """(wall seconds, seconds of verl's own checks or None) of each `validate` in a loop's output: a run's lines end
+    with `=== validate rc=N start=EPOCH end=EPOCH`; its note `verl's own start-up checks ran in X s` says what verl's
+    checks took inside it. A run that failed (rc != 0) is an error, not a figure."""
+    runs: list[tuple[float, float | None]] = []
+    check: float | None = None
+    for line in output.splitlines():
+        m = VERL_NOTE.search(line)
+        if m:
+            check = float(m.group(1))
+            continue
+        end = VALIDATE_END.fullmatch(line.strip())
+        if end:
+            if int(end.group(1)) != 0:
+                raise ValueError(f"validate failed (rc={end.group(1)}): not a figure")
+            runs.append((round(float(end.group(3)) - float(end.group(2)), 3), check))
+            check = None
+    return runs
+
+
+def verl_check_share(runs: list[tuple[float, float | None]]) -> dict[str, float]:
+    """Medians of validate with verl's checks (the wall time) and without them (wall minus what the note says the
+    checks took), and the seconds the checks add. Every run must have run verl's checks."""
+    if not runs:
+        raise ValueError("no validate runs")
+    missing = sum(1 for _, check in runs if check is None)
+    if missing:
+        raise ValueError(f"{missing} of {len(runs)} validate runs did not run verl's own checks (verl not imported?)")
+    walls = [wall for wall, _ in runs]
+    checks = [float(check or 0.0) for _, check in runs]
+    with_s = median(walls)
+    without_s = median([wall - check for wall, check in zip(walls, checks, strict=True)])
+    return {"with_s": round(with_s, 3), "without_s": round(without_s, 3), "checks_s": round(median(checks), 3)}

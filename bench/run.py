@@ -37,10 +37,16 @@ from benchlib import (  # noqa: E402
     layers_rebuilt,
     median,
     merge,
+    named_lost,
+    nodeloss_figures,
     ratio,
+    ray_dead_after,
     recap,
+    rfc3339_epoch,
     role_times,
     table,
+    validate_runs,
+    verl_check_share,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,9 +56,10 @@ IMAGE = "verl-recipe:sim"
 # gzip: 16 hosts each hold the staged tarball and the loaded image at once during the fan-out (disk, not speed).
 TARBALL = REPO / "build" / "images" / "verl-recipe-sim.tar.gz"
 RECIPE = "qwen3.5-397b"
+PLAN_NODES = 16
 SERVICE = "train-397b"  # its service in compose.yaml
-COMPOSE = "docker compose --project-name verl-recipe --env-file node.env -f compose.yaml -f compose.sim.yaml"
-SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "rebuild", "simcost")
+COMPOSE = "docker compose"  # deploy.yml's .env in the install folder carries the rest
+SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "verl", "rebuild", "simcost", "nodeloss")
 # (fault, preflight check that must name it): one per kind of problem a site meets.
 FAULTS = [
     ("link-down:3", "npu_link"),
@@ -475,6 +482,7 @@ def launch_cli(reps: int, run_id: str) -> list[Figure]:
         "python": [sys.executable, "-c", "pass"],
         "render": [cli, "render", RECIPE, "--json"],
         "validate": [cli, "validate", RECIPE, "--skip-path-checks"],
+        "plan": [cli, "plan", RECIPE, "--nodes", str(PLAN_NODES)],
     }
     times: dict[str, list[float]] = {k: [] for k in cmds}
     for _ in range(reps):
@@ -501,6 +509,50 @@ def launch_cli(reps: int, run_id: str) -> list[Figure]:
             "1.0",
             how,
             run_id,
+        ),
+        Figure(
+            "4",
+            f"plan {RECIPE} --nodes {PLAN_NODES}: median / python start-up (median {med['plan']:.2f} s)",
+            ratio(med["plan"], med["python"]),
+            "1.0",
+            how + "; every layout for the nodes checked against every rule and the memory plan",
+            run_id,
+        ),
+    ]
+
+
+def validate_loop_script(reps: int) -> str:
+    """`validate` REPS times in one container, each closed by `=== validate rc=N start=EPOCH end=EPOCH`
+    (benchlib.validate_runs reads it)."""
+    one = f"verl-recipe validate {RECIPE} --skip-path-checks"
+    return (
+        f"for _ in $(seq {reps}); do s=$(date +%s.%N); {one} 2>&1; rc=$?; "
+        'echo "=== validate rc=$rc start=$s end=$(date +%s.%N)"; done'
+    )
+
+
+def verl_checks_section(reps: int, run_id: str) -> list[Figure]:
+    """What verl's own start-up checks add to `validate` inside the simulated image, where verl imports."""
+    cmd = ["docker", "run", "--rm", "--network", "none", "--entrypoint", "bash", IMAGE, "-c"]
+    p = must(run([*cmd, validate_loop_script(reps)], timeout=1800), f"validate x{reps} in {IMAGE}")
+    runs = validate_runs(p.stdout)
+    if len(runs) != reps:
+        raise RuntimeError(f"{len(runs)} of {reps} validate runs reported: {p.stdout[-2000:]}")
+    share = verl_check_share(runs)
+    how = (
+        f"`verl-recipe validate {RECIPE} --skip-path-checks` {reps} times in one `{IMAGE}` container; with = its "
+        "wall time, without = the wall time less the seconds its note says verl's own checks took (a child "
+        "process that imports verl and builds its config dataclasses); medians"
+    )
+    return [
+        Figure(
+            "4",
+            f"validate in {IMAGE}: with / without verl's own checks (they add {share['checks_s']:.2f} s)",
+            ratio(share["with_s"], share["without_s"]),
+            "1.0 (the checks cost verl's import: a few seconds)",
+            how,
+            run_id,
+            {"runs": [list(r) for r in runs], **share},
         ),
     ]
 
@@ -629,6 +681,73 @@ def launch_wait(c: Cluster, run_id: str) -> list[Figure]:
             run_id,
         ),
     ]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 8. node loss: a host that loses its power, named by the head, against Ray's own node-death detection
+
+RAY_DEAD_POLL = """
+import sys, time, ray
+ip = sys.argv[1]
+ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+ids = {n["NodeID"] for n in ray.nodes() if n["NodeManagerAddress"] == ip and n["Alive"]}
+print("watching" if ids else f"no live node at {ip}", flush=True)
+while ids:
+    if any(n["NodeID"] in ids and not n["Alive"] for n in ray.nodes()):
+        print(f"dead {time.time():.3f}", flush=True)
+        break
+    time.sleep(0.5)
+"""
+
+
+def nodeloss_section(c: Cluster, run_id: str) -> list[Figure]:
+    hv = c.hostvars()
+    victim = c.hosts[-1]
+    ip = hv[victim]["a3_cluster_ip"]
+    head = f"cd /opt/verl-recipe && {COMPOSE}"
+    wait_all = f"{head} exec -T ray-head verl-recipe wait-cluster --nodes {c.nodes} --deadline 600"
+    must(c.ssh("a3-01", wait_all), "every node joined before the power loss")
+    scale = must(run([sys.executable, str(REPO / "scripts" / "sim_scale.py"), RECIPE, str(c.nodes)]), "scale")
+    train = Stamped(
+        c.popen(
+            "a3-01",
+            f"{head} run --rm {SERVICE} --rehearse --wait-deadline 600 --iters 1000000 {scale.stdout.strip()}",
+        )
+    )
+    poll = Stamped(c.popen("a3-01", f"{head} exec -T ray-head python3 -c {shlex.quote(RAY_DEAD_POLL)} {ip}"))
+    rejoin_s: float | None = None
+    try:
+        if not train.wait(lambda s: "ready after" in s, 600) or not poll.wait(lambda s: s == "watching", 120):
+            raise RuntimeError(f"the rehearsal or the Ray poll did not start: {train.lines[-10:]} {poll.lines[-3:]}")
+        time.sleep(10)  # placement groups placed, probes and the all-reduce under way
+        c.fault(victim, "down")
+        # the moment the host died, as its engine recorded it (the command's own start-up is not counted)
+        died = must(run(["docker", "inspect", "-f", "{{.State.FinishedAt}}", f"{c.name}-{victim}"]), "inspect")
+        t0 = rfc3339_epoch(died.stdout)
+        named = train.wait(lambda s: f"{victim} ({ip})" in s and ("lost" in s or "left" in s), 600, t0)
+        poll.wait(lambda s: s.startswith("dead "), 600, t0)
+        rc = train.proc.wait(timeout=600)
+        named_at = named_lost(train.lines, victim, ip, t0)
+        dead_s = ray_dead_after(poll.lines, t0)
+        t1 = time.time()
+        c.fault(victim, "clear")
+        # Until the rebooted worker's new node registers, the head lists its old one as dead: ask again.
+        while time.time() - t1 < 600:
+            if c.ssh("a3-01", wait_all.replace("--deadline 600", "--deadline 30")).returncode == 0:
+                rejoin_s = round(time.time() - t1, 1)
+                break
+            time.sleep(2)
+    finally:
+        for st in (train, poll):
+            if st.proc.poll() is None:
+                st.proc.terminate()
+        c.make("sim-fault", f"HOST={victim}", "FAULT=clear")
+    detail = {
+        "head_line": named_at[1] if named_at else (named[1] if named else None),
+        "ray_poll": [x[1] for x in poll.lines][-3:],
+        "rehearsal_tail": [x[1] for x in train.lines][-6:],
+    }
+    return nodeloss_figures(c.nodes, named_at[0] if named_at else None, dead_s, rejoin_s, rc, run_id, detail)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -845,7 +964,7 @@ def main() -> int:
     if bad:
         print(f"bench: unknown section {bad[0]!r}; choose from {','.join(SECTIONS)}", file=sys.stderr)
         return 2
-    if not TARBALL.is_file() and set(sections) & {"deploy", "preflight", "launch", "image"}:
+    if not TARBALL.is_file() and set(sections) & {"deploy", "preflight", "launch", "image", "nodeloss"}:
         print(f"bench: {TARBALL} is missing: run `make image-sim-tgz`", file=sys.stderr)
         return 2
     big_n = 3 if a.quick else 16
@@ -881,7 +1000,7 @@ def main() -> int:
             return False
 
     try:
-        if set(sections) & {"deploy", "preflight", "launch", "image"}:
+        if set(sections) & {"deploy", "preflight", "launch", "image", "nodeloss"}:
             one: dict[str, Any] = {}
             if "deploy" in sections:
                 c1 = Cluster(f"{a.name}1", 1)
@@ -908,7 +1027,7 @@ def main() -> int:
                 log(f"sim-up {big_n} hosts ({cn.name})")
                 cn.up()
                 cn.seed()
-                if not set(sections) & {"deploy", "launch", "image"}:
+                if not set(sections) & {"deploy", "launch", "image", "nodeloss"}:
                     return []
                 log(f"deploy.yml x2 on {big_n} hosts")
                 big = deploy_pair(cn)
@@ -926,10 +1045,16 @@ def main() -> int:
             if up_ok and deployed and "image" in sections:
                 log("image: fan-out vs naive copy")
                 attempt("image", lambda: image_section(cn, run_id))
+            if up_ok and deployed and "nodeloss" in sections:
+                log("node loss: power loss named by the head vs Ray's node-death detection, then a reboot")
+                attempt("nodeloss", lambda: nodeloss_section(cn, run_id))
             cn.down()
         if "cli" in sections:
             log("launch: render/validate medians")
             attempt("launch cli", lambda: launch_cli(reps, run_id))
+        if "verl" in sections:
+            log(f"launch: verl's own checks inside validate, in {IMAGE}")
+            attempt("verl checks", lambda: verl_checks_section(reps, run_id))
         if "rebuild" in sections:
             log("rebuild: full no-cache build, then a one-line change")
             attempt("rebuild", lambda: rebuild_section(run_id))

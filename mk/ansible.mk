@@ -12,6 +12,13 @@ deploy: venv ## Run deploy.yml against INVENTORY=inventory/<site> (validate, pre
 preflight: venv ## Read-only checks of every host in INVENTORY, one table of all problems
 	$(ANSIBLE_ENV) ansible-playbook -i $(INVENTORY) deploy.yml --tags preflight $(ANSIBLE_ARGS)
 
+# The training run on the head of INVENTORY, as typed there (`docker compose run --rm train-<model>`), streamed here.
+ARGS ?=
+
+.PHONY: train
+train: venv ## Start RECIPE on the head of INVENTORY and stream it: make train RECIPE=qwen3.5-397b INVENTORY=... ARGS=--rehearse
+	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' -- $(ARGS)
+
 .PHONY: lint-ansible
 lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --strict on ansible/
 	$(VENV)/bin/yamllint --strict ansible .ansible-lint

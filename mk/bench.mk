@@ -2,7 +2,7 @@
 # cost; each figure a ratio or count from one run, written to bench/results.{md,json} (QUICK: bench/results-quick.*).
 # Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts, fewer repetitions.
 QUICK          ?=
-BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost
+BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost,nodeloss
 BENCH_NAME     ?= bench
 
 .PHONY: bench

@@ -27,7 +27,6 @@ SIM_IMAGE       ?= verl-recipe:sim
 # Read from the manifest only when a recipe needs it (the venv exists by then).
 DEBIAN_SUITE    = $(shell $(IMAGETOOL) get base.debian_suite)
 UV_LOCK         = uv pip compile --quiet --generate-hashes --python-version 3.11
-NPU_PLATFORM    ?= aarch64-manylinux_2_28
 SIM_PLATFORM    ?= x86_64-manylinux_2_28
 
 .PHONY: image-runtime-sim
@@ -104,6 +103,36 @@ image-npu: image-runtime-npu ## Build the NPU image verl-recipe:npu-<version> (r
 	$(MAKE) --no-print-directory image-recipe RUNTIME_IMAGE=$$($(IMAGETOOL) image-tag npu-runtime --soc $(SOC)) \
 	  RECIPE_IMAGE=$$($(IMAGETOOL) image-tag npu --soc $(SOC))
 
+# The rehearsal: the same docker/npu/Dockerfile on this machine's architecture, over a STAND-IN for the CANN base
+# (docker/npu-standin: the CANN image's shape, none of CANN). Needs the git sources (`make sources`, i.e. GitHub,
+# gitcode or GIT_MIRROR), so CI does not run it; docs/image.md says what it proves and what only an A3 host can.
+NPU_STANDIN_IMAGE ?= verl-recipe-cann-standin:$(SOC)
+NPU_REHEARSAL_RUNTIME ?= verl-recipe-runtime:npu-rehearsal-standin
+NPU_REHEARSAL_IMAGE ?= verl-recipe:npu-rehearsal-standin
+SOURCES_LOCK    ?= docker/sources.lock
+SOURCES_MANIFEST ?= docker/versions.yaml
+
+.PHONY: image-npu-standin
+image-npu-standin: venv ## Build the STAND-IN for the CANN base (rehearsal only; not CANN)
+	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
+	mkdir -p $(IMAGE_BUILD_DIR)
+	$(IMAGETOOL) build-args npu-standin > $(IMAGE_BUILD_DIR)/npu-standin.args
+	docker build --force-rm -t $(NPU_STANDIN_IMAGE) -f docker/npu-standin/Dockerfile \
+	  $$(cat $(IMAGE_BUILD_DIR)/npu-standin.args) docker/npu-standin
+	$(IMAGETOOL) label-check $(NPU_STANDIN_IMAGE)
+
+.PHONY: image-npu-rehearsal
+image-npu-rehearsal: venv npu-args image-npu-standin ## Rehearse make image-npu here over the stand-in base (needs make sources; not in CI)
+	$(SOURCESTOOL) --manifest $(SOURCES_MANIFEST) context --dest $(SOURCES_DIR) --lock $(SOURCES_LOCK) \
+	  --out $(IMAGE_BUILD_DIR)/npu-rehearsal --ca-bundle "$(PIP_CA_BUNDLE)" --lock-dir docker/lock
+	$(IMAGETOOL) build-args npu --soc $(SOC) --set CANN_IMAGE=$(NPU_STANDIN_IMAGE) --set REHEARSAL=standin \
+	  > $(IMAGE_BUILD_DIR)/npu-rehearsal.args
+	docker build --force-rm $(DOCKER_BUILD_EXTRA) -t $(NPU_REHEARSAL_RUNTIME) -f docker/npu/Dockerfile \
+	  $$(cat $(IMAGE_BUILD_DIR)/npu-rehearsal.args) --build-arg PIP_INDEX_URL $(IMAGE_BUILD_DIR)/npu-rehearsal
+	$(MAKE) --no-print-directory image-recipe RUNTIME_IMAGE=$(NPU_REHEARSAL_RUNTIME) RECIPE_IMAGE=$(NPU_REHEARSAL_IMAGE)
+	$(PY) docker/npu-standin/check.py $(NPU_REHEARSAL_IMAGE)
+image-npu-rehearsal: export PIP_INDEX_URL := $(PIP_INDEX_URL)
+
 .PHONY: lock-sim
 lock-sim: venv ## Re-resolve the simulated runtime's locks from the manifest
 	$(IMAGETOOL) lock-input sim -o docker/sim-runtime/requirements.in
@@ -116,14 +145,21 @@ lock-sim: venv ## Re-resolve the simulated runtime's locks from the manifest
 	  docker/sim-runtime/verl.in -o docker/sim-runtime/verl.lock
 
 .PHONY: lock-npu
-lock-npu: venv ## Re-resolve the NPU lock (linux/aarch64, Python 3.11; ASCEND_INDEX_URL=<mirror> for triton-ascend)
+lock-npu: venv ## Re-resolve the NPU lock docker/lock/npu.lock (Python 3.11, linux/aarch64 + x86_64; needs PyPI)
 	bash docker/lock/lock.sh write
+
+.PHONY: lock-npu-ascend
+lock-npu-ascend: venv ## Lock the Ascend-index packages (ASCEND_INDEX_URL=...); leaves docker/lock/npu.lock as it is
+	bash docker/lock/lock.sh ascend
 # Through the environment, not the logged command line (the URL may carry a token).
-lock-npu lock-npu-check: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
-lock-npu lock-npu-check: export NPU_PLATFORM := $(NPU_PLATFORM)
-lock-npu lock-npu-check lock-sim-check: export PY := $(PY)
+lock-npu-ascend: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
+lock-npu lock-npu-ascend lock-npu-check lock-sim-check: export PY := $(PY)
 lock-sim-check: export SIM_FIND_LINKS := $(SIM_FIND_LINKS)
 lock-sim-check: export SIM_PLATFORM := $(SIM_PLATFORM)
+
+.PHONY: lock-npu-upstream-check
+lock-npu-upstream-check: venv ## Check docker/lock/upstream/*.txt against the fetched sources (after make sources; no network)
+	$(PY) docker/tools/upstream_reqs.py check --dest $(SOURCES_DIR) --lock $(SOURCES_LOCK)
 
 .PHONY: lock-npu-check
 lock-npu-check: venv ## Fail when the NPU lock no longer resolves to itself or its input changed (needs PyPI)
@@ -141,7 +177,7 @@ hadolint: venv ## hadolint every Dockerfile with .hadolint.yaml
 
 .PHONY: lint-image
 lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, shell syntax of the image scripts
-	$(VENV)/bin/ruff check docker/tools
-	$(VENV)/bin/ruff format --check docker/tools
-	$(VENV)/bin/mypy --strict docker/tools
-	for f in docker/sim-runtime/*.sh docker/lock/*.sh; do bash -n "$$f"; done
+	$(VENV)/bin/ruff check docker/tools docker/npu docker/npu-standin
+	$(VENV)/bin/ruff format --check docker/tools docker/npu docker/npu-standin
+	$(VENV)/bin/mypy --strict docker/tools docker/npu/pip_check.py docker/npu/import_smoke.py docker/npu-standin/check.py
+	for f in docker/sim-runtime/*.sh docker/lock/*.sh docker/npu/*.sh; do bash -n "$$f"; done

@@ -46,11 +46,15 @@ def recipes_table() -> str:
 
 
 def settings_table() -> str:
-    rows = ["| setting | meaning | upstream spellings accepted (with a warning) |", "|---|---|---|"]
+    rows = [
+        "| setting | meaning | domain (checked by `validate`) | upstream spellings accepted (with a warning) |",
+        "|---|---|---|---|",
+    ]
     for s in SETTINGS:
         meaning = s.help + (f" ({' / '.join(s.choices)})" if s.choices else "")
         aliases = ", ".join(f"`{a}`" for a in s.aliases) or ""
-        rows.append(f"| `{s.name}` | {meaning} | {aliases} |")
+        domain = s.domain.describe(s.kind) if s.domain else s.kind
+        rows.append(f"| `{s.name}` | {meaning} | {domain} | {aliases} |")
     return "\n".join(rows)
 
 

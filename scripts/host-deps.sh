@@ -9,6 +9,9 @@ command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v make >/dev/null || need_apt+=(make)
 command -v ssh >/dev/null || need_apt+=(openssh-client)
 command -v ip >/dev/null || need_apt+=(iproute2)
+# headless Chromium for the readiness page's browser tests (tests/browser), with a font to lay the page out
+command -v chromium >/dev/null || need_apt+=(chromium)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "host-deps: installing ${need_apt[*]}"
   apt-get update -qq

@@ -33,7 +33,5 @@ make --no-print-directory deploy INVENTORY="$PWD/$inv" \
 step "docker compose run $service --rehearse on a3-01"
 scale=$($PY scripts/sim_scale.py "$RECIPE" "$NODES")
 # shellcheck disable=SC2029  # the command is meant to be expanded here, on the control node
-ssh -F "$inv/ssh_config" a3-01 \
-  "cd /opt/verl-recipe && docker compose --project-name verl-recipe --env-file node.env -f compose.yaml \
-   -f compose.sim.yaml run --rm $service --rehearse $scale"
+ssh -F "$inv/ssh_config" a3-01 "cd /opt/verl-recipe && docker compose run --rm $service --rehearse $scale"
 step "done in $(( $(date +%s) - t0 )) s"

@@ -1,81 +1,93 @@
 #!/usr/bin/env bash
-# The NPU pip lock: linux/aarch64, CPython 3.11, exact versions with sha256 hashes.
-#   lock.sh write   render docker/lock/npu.in from the manifest, resolve it into npu-aarch64.lock; resolve the
-#                   Ascend-index packages into npu-ascend-aarch64.lock when ASCEND_INDEX_URL is set (or PyPI has
-#                   them), else record them in unresolved.txt
-#   lock.sh check   fail when npu.in no longer matches the manifest, or when re-resolving with the committed lock
-#                   as preference changes it (a pin moved, a package vanished, the input changed); needs PyPI
-# Packages built from the git sources are resolved where others depend on them but never emitted.
+# The NPU pip locks: one resolution for CPython 3.11 on linux/aarch64 (the A3 image) and linux/x86_64 (the rehearsal
+# on a stand-in base), exact versions with sha256 hashes.
+#   lock.sh write    render docker/lock/npu.in (manifest + docker/lock/upstream/*.txt) and resolve it, with
+#                    docker/lock/overrides.txt, into docker/lock/npu.lock. Never touches the Ascend lock.
+#   lock.sh ascend   resolve docker/lock/npu-ascend.in (triton-ascend) from ASCEND_INDEX_URL into
+#                    docker/lock/npu-ascend.lock. Never touches docker/lock/npu.lock (the main lock stays as it is).
+#   lock.sh check    fail when an input no longer matches the manifest, or when re-resolving with the committed lock
+#                    as preference changes it (a pin moved, a package vanished, an input changed); needs PyPI
+# Packages built from the git sources are left out of the input (see docker/tools/imagetool.py) and never emitted.
+# LOCK_DIR (default docker/lock) is where the lock files are read and written (the tests use a copy).
 set -euo pipefail
 mode="${1:-}"
-case "$mode" in write|check) ;; *) echo "usage: lock.sh write|check" >&2; exit 2 ;; esac
+case "$mode" in write|ascend|check) ;; *) echo "usage: lock.sh write|ascend|check" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/../.."
 py="${PY:-.venv/bin/python}"
-platform="${NPU_PLATFORM:-aarch64-manylinux_2_28}"
+lock_dir="${LOCK_DIR:-docker/lock}"
 ascend_index="${ASCEND_INDEX_URL:-}"
-no_emit=(--no-emit-package verl --no-emit-package vllm --no-emit-package vllm-ascend --no-emit-package megatron-core
-         --no-emit-package mindspeed --no-emit-package megatron-bridge --no-emit-package transformers)
+no_emit=()
+for p in verl vllm vllm-ascend megatron-core mindspeed megatron-bridge transformers; do no_emit+=(--no-emit-package "$p"); done
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/docker/lock"
 "$py" docker/tools/imagetool.py lock-input npu -o "$tmp/docker/lock/npu.in"
 "$py" docker/tools/imagetool.py lock-input npu-ascend -o "$tmp/docker/lock/npu-ascend.in"
+cp docker/lock/overrides.txt "$tmp/docker/lock/overrides.txt"
 
-compile() {  # compile INPUT OUTPUT [extra uv args...], run in $tmp so the lock names the input by its repo path
+compile() {  # compile INPUT OUTPUT [extra uv args...], run in $tmp so the lock names its inputs by their repo paths
   local input="$1" output="$2"; shift 2
-  (cd "$tmp" && uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform "$platform" \
+  (cd "$tmp" && uv pip compile --quiet --generate-hashes --python-version 3.11 \
      --custom-compile-command "make lock-npu" "$@" "$input" -o "$output")
 }
+main_lock() {  # the main lock: universal (markers select the aarch64 or x86_64 wheels), overrides applied
+  compile docker/lock/npu.in docker/lock/npu.lock --universal --override docker/lock/overrides.txt "${no_emit[@]}"
+}
+count() { grep -cE '^[A-Za-z0-9][^ ]*==' "$1"; }
 
 if [ "$mode" = check ]; then
   for f in npu.in npu-ascend.in; do
-    cmp -s "$tmp/docker/lock/$f" "docker/lock/$f" \
-      || { echo "docker/lock/$f does not match docker/versions.yaml: run 'make lock-npu' and commit it" >&2; exit 1; }
+    cmp -s "$tmp/docker/lock/$f" "$lock_dir/$f" \
+      || { echo "$lock_dir/$f does not match docker/versions.yaml or docker/lock/upstream/: run 'make lock-npu' and commit it" >&2; exit 1; }
   done
-  cp docker/lock/npu-aarch64.lock "$tmp/docker/lock/npu-aarch64.lock"
-  compile docker/lock/npu.in docker/lock/npu-aarch64.lock "${no_emit[@]}"
-  if ! diff -u <(grep -v '^#' docker/lock/npu-aarch64.lock) <(grep -v '^#' "$tmp/docker/lock/npu-aarch64.lock") >"$tmp/diff"; then
+  cp "$lock_dir/npu.lock" "$tmp/docker/lock/npu.lock"
+  main_lock
+  if ! diff -u <(grep -v '^#' "$lock_dir/npu.lock") <(grep -v '^#' "$tmp/docker/lock/npu.lock") >"$tmp/diff"; then
     head -40 "$tmp/diff" >&2
-    echo "docker/lock/npu-aarch64.lock no longer resolves to itself: run 'make lock-npu' and commit it" >&2
+    echo "$lock_dir/npu.lock no longer resolves to itself: run 'make lock-npu' and commit it" >&2
     exit 1
   fi
-  missing="$(awk '/^[A-Za-z0-9]/{name=$1} /--hash=sha256:/{h[name]=1} END{for (n in h) c++; print c}' docker/lock/npu-aarch64.lock)"
-  total="$(grep -cE '^[A-Za-z0-9][^ ]*==' docker/lock/npu-aarch64.lock)"
-  [ "$missing" = "$total" ] || { echo "docker/lock/npu-aarch64.lock: $((total - missing)) package(s) without hashes" >&2; exit 1; }
-  if [ -f docker/lock/npu-ascend-aarch64.lock ]; then
-    grep -q -- '--hash=sha256:' docker/lock/npu-ascend-aarch64.lock \
-      || { echo "docker/lock/npu-ascend-aarch64.lock has no hashes" >&2; exit 1; }
+  hashed="$(awk '/^[A-Za-z0-9]/{name=$0} /--hash=sha256:/{h[name]=1} END{for (n in h) c++; print c}' "$lock_dir/npu.lock")"
+  total="$(count "$lock_dir/npu.lock")"
+  [ "$hashed" = "$total" ] || { echo "$lock_dir/npu.lock: $((total - hashed)) package(s) without hashes" >&2; exit 1; }
+  if [ -f "$lock_dir/npu-ascend.lock" ]; then
+    grep -q -- '--hash=sha256:' "$lock_dir/npu-ascend.lock" \
+      || { echo "$lock_dir/npu-ascend.lock has no hashes: run 'make lock-npu-ascend ASCEND_INDEX_URL=...'" >&2; exit 1; }
   else
-    grep -q '^triton-ascend==' docker/lock/unresolved.txt \
-      || { echo "triton-ascend is neither locked nor recorded in docker/lock/unresolved.txt: run 'make lock-npu'" >&2; exit 1; }
+    grep -q '^triton-ascend==' "$lock_dir/unresolved.txt" \
+      || { echo "triton-ascend is neither locked nor recorded in $lock_dir/unresolved.txt: run 'make lock-npu-ascend'" >&2; exit 1; }
   fi
-  echo "NPU lock: $total packages with hashes, resolves to itself, input matches the manifest"
+  echo "NPU lock: $total packages with hashes, resolves to itself, inputs match the manifest and docker/lock/upstream/"
   exit 0
 fi
 
-compile docker/lock/npu.in docker/lock/npu-aarch64.lock "${no_emit[@]}"
-cp "$tmp/docker/lock/npu.in" "$tmp/docker/lock/npu-ascend.in" "$tmp/docker/lock/npu-aarch64.lock" docker/lock/
-# The Ascend-index packages: from ASCEND_INDEX_URL when given, else try PyPI and record what is not there.
-ascend_args=(--no-deps)
-[ -n "$ascend_index" ] && ascend_args+=(--index-url "$ascend_index")
-if compile docker/lock/npu-ascend.in docker/lock/npu-ascend-aarch64.lock "${ascend_args[@]}" 2>"$tmp/ascend.err"; then
-  cp "$tmp/docker/lock/npu-ascend-aarch64.lock" docker/lock/
-  rm -f docker/lock/unresolved.txt
-  echo "lock-npu: Ascend packages locked with hashes"
-else
-  rm -f docker/lock/npu-ascend-aarch64.lock
-  {
-    echo "# Written by \`make lock-npu\`: packages of docker/lock/npu-ascend.in that could not be resolved with hashes"
-    echo "# on the host that ran it (index: ${ascend_index:+an Ascend mirror}${ascend_index:-PyPI only})."
-    echo "# Resolve them on a host that reaches Ascend's index or a mirror of it:"
-    echo "#   make lock-npu ASCEND_INDEX_URL=https://<ascend index or mirror>/simple"
-    echo "# Until then \`make image-npu\` stops with this list; it never installs them without hashes."
-    grep -vE '^#|^$' docker/lock/npu-ascend.in | while read -r req; do
-      echo "$req"
-    done
-    echo "# resolver said:"
-    grep -E 'version|found|unsatisfiable' "$tmp/ascend.err" | sed 's/^/#   /' | head -5
-  } > docker/lock/unresolved.txt
-  echo "lock-npu: Ascend packages unresolved here, recorded in docker/lock/unresolved.txt" >&2
+if [ "$mode" = write ]; then
+  [ -f "$lock_dir/npu.lock" ] && cp "$lock_dir/npu.lock" "$tmp/docker/lock/npu.lock"  # prefer what is locked
+  main_lock
+  cp "$tmp/docker/lock/npu.in" "$tmp/docker/lock/npu-ascend.in" "$tmp/docker/lock/npu.lock" "$lock_dir/"
+  echo "lock-npu: $(count "$lock_dir/npu.lock") packages in $lock_dir/npu.lock"
+  [ -f "$lock_dir/npu-ascend.lock" ] || echo "lock-npu: the Ascend-index packages are not locked yet: run 'make lock-npu-ascend ASCEND_INDEX_URL=<Ascend index or mirror>'" >&2
+  exit 0
 fi
-echo "lock-npu: $(grep -cE '^[A-Za-z0-9][^ ]*==' docker/lock/npu-aarch64.lock) packages in docker/lock/npu-aarch64.lock"
+
+# ascend: only triton-ascend, only from the Ascend index; the main lock is neither re-resolved nor rewritten.
+if [ -z "$ascend_index" ]; then
+  echo "lock-npu-ascend: set ASCEND_INDEX_URL=<Ascend's pip index or a mirror>/simple (docs/image.md names it)" >&2
+  exit 2
+fi
+cmp -s "$tmp/docker/lock/npu-ascend.in" "$lock_dir/npu-ascend.in" \
+  || { echo "$lock_dir/npu-ascend.in does not match docker/versions.yaml: run 'make lock-npu' first and commit it" >&2; exit 1; }
+before="$(sha256sum "$lock_dir/npu.lock")"
+# --no-deps: triton-ascend declares no requirements (its wheel METADATA has no Requires-Dist); should a release add
+# some, the image's `pip check` reports them. --index-url: the Ascend index only, so PyPI cannot answer for it.
+if compile docker/lock/npu-ascend.in docker/lock/npu-ascend.lock --no-deps --index-url "$ascend_index" 2>"$tmp/ascend.err"; then
+  cp "$tmp/docker/lock/npu-ascend.lock" "$lock_dir/npu-ascend.lock"
+  rm -f "$lock_dir/unresolved.txt"
+  [ "$before" = "$(sha256sum "$lock_dir/npu.lock")" ] || { echo "lock-npu-ascend: $lock_dir/npu.lock changed (it must not)" >&2; exit 1; }
+  echo "lock-npu-ascend: $(count "$lock_dir/npu-ascend.lock") package(s) locked with hashes in $lock_dir/npu-ascend.lock; $lock_dir/npu.lock unchanged"
+else
+  # The URL may carry a token: never echo it.
+  sed "s|${ascend_index}|\$ASCEND_INDEX_URL|g; s/^/lock-npu-ascend: /" "$tmp/ascend.err" | head -8 >&2
+  echo "lock-npu-ascend: ASCEND_INDEX_URL did not serve $(grep -vE '^#|^$' "$tmp/docker/lock/npu-ascend.in" | tr '\n' ' ')with hashes: check the URL (it ends in /simple) and that it mirrors Ascend's index" >&2
+  exit 1
+fi

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import io
 import ipaddress
 import json
@@ -382,6 +383,9 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
                 "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
                 "-v", f"{cname}-docker:/var/lib/docker",
                 "-v", shared_mount,
+                # /run is a fresh tmpfs at every start, as on a real host: a power cycle (`down`, then `clear`)
+                # leaves no pid files, sockets or containerd state of the previous boot behind.
+                "--tmpfs", "/run:rw,nosuid,nodev,noexec,mode=0755",
                 "--stop-timeout", "20",
                 *lab,
                 "--label", f"{LABEL}.host={h['name']}",
@@ -462,8 +466,11 @@ def status(a: argparse.Namespace) -> int:
         info = json.loads(docker("inspect", cname).stdout)[0]
         st = info["State"]
         state = "paused" if st.get("Paused") else st["Status"]
-        ip = info["NetworkSettings"]["Networks"].get(a.name, {}).get("IPAddress", "-")
-        faults, engine = ["down"] if state == "paused" else [], "-"
+        # A powered-off host has no address of its own any more: show the one it comes back on.
+        ip = info["NetworkSettings"]["Networks"].get(a.name, {}).get("IPAddress") or (
+            info["NetworkSettings"]["Networks"].get(a.name, {}).get("IPAMConfig") or {}
+        ).get("IPv4Address", "-")
+        faults, engine = ["down"] if state in ("paused", "exited") else [], "-"
         if state == "running":
             faults = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "list").stdout.split()
             ok = docker("exec", cname, "docker", "info", "--format", "{{.ServerVersion}}", check=False).returncode == 0
@@ -472,6 +479,59 @@ def status(a: argparse.Namespace) -> int:
     inv = Path(a.inventory) if a.inventory else default_inventory(a.name)
     print(f"inventory: {inv / 'hosts.yml'}   shared storage: volume {a.name}-shared at {SHARED_ROOT} on every host")
     return 0
+
+
+def host_state(cname: str) -> str:
+    """running, down (powered off: the container exited) or paused (a cluster of an older simctl.py)."""
+    st = json.loads(docker("inspect", "-f", "{{json .State}}", cname).stdout)
+    if st.get("Paused"):
+        return "paused"
+    return "running" if st.get("Running") else "down"
+
+
+def inner_container_ids(cname: str) -> list[str]:
+    """Containers the host's own engine runs (their cgroups are this machine's, not under the host's)."""
+    p = docker("exec", cname, "docker", "ps", "-q", "--no-trunc", check=False)
+    return p.stdout.split() if p.returncode == 0 else []
+
+
+def power_off(cname: str, network: str, host: str) -> list[str]:
+    """A power loss: the host's link goes dark first, so that the sockets its dying processes close send no FIN
+    or RST to anyone (a host without power says nothing); then SIGKILL to its PID 1, so the kernel kills every
+    process of its PID namespace at once, the containers its own engine started included (their PID namespaces
+    are nested in the host's). Nothing answers on its address, not even a refusal. The link is plugged in again
+    (same address and name) for the next boot."""
+    ids = inner_container_ids(cname)
+    ip = json.loads(docker("inspect", "-f", "{{json .NetworkSettings.Networks}}", cname).stdout)[network]["IPAddress"]
+    docker("network", "disconnect", "--force", network, cname)
+    docker("kill", "--signal", "KILL", cname)
+    end = time.monotonic() + 30
+    while host_state(cname) != "down":
+        if time.monotonic() > end:
+            raise SimError(f"{cname} still runs 30 s after SIGKILL: see `docker inspect {cname}`")
+        time.sleep(0.2)
+    docker("network", "connect", "--ip", ip, "--alias", host, network, cname)
+    release_cgroups(ids)
+    return ids
+
+
+def release_cgroups(ids: list[str]) -> None:
+    """The inner engine's containers have their cgroups at this machine's root (/docker/<id> in every hierarchy);
+    the engine is dead, so nobody else removes them. Only empty ones named by the ids are removed."""
+    root = Path("/sys/fs/cgroup")
+    for cid in ids:
+        for d in [root / "docker" / cid, *root.glob(f"*/docker/{cid}")]:
+            with contextlib.suppress(OSError):  # gone already, or not empty yet (then the kernel keeps it)
+                d.rmdir()
+
+
+def power_on(cname: str, nodes: int) -> float:
+    """Boot a powered-off host: tini, then `simhost.py boot` starts sshd, dockerd and the NPU responder from
+    their configuration; dockerd restarts the containers whose restart policy asks for it."""
+    t0 = time.monotonic()
+    docker("start", cname)
+    wait_ready(cname, time.monotonic() + 120 + 15 * nodes)
+    return time.monotonic() - t0
 
 
 def fault(a: argparse.Namespace) -> None:
@@ -485,10 +545,13 @@ def fault(a: argparse.Namespace) -> None:
     if not specs:
         raise SimError(f"FAULT is empty: give one of the faults in docs/simulated-cluster.md, or clear (HOST={a.host})")
     cname = container(a.name, a.host)
-    paused = docker("inspect", "-f", "{{.State.Paused}}", cname).stdout.strip() == "true"
+    state = host_state(cname)
     if specs == ["clear"]:
-        if paused:
+        if state == "paused":
             docker("unpause", cname)
+        elif state == "down":
+            secs = power_on(cname, len(hosts))
+            print(f"sim-fault: {a.host}: powered on, booted in {secs:.1f} s (sshd, dockerd and its containers)")
         p = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "clear", check=False)
         if p.returncode != 0:
             raise SimError(p.stderr.strip() or f"clearing the faults of {a.host} failed")
@@ -496,13 +559,16 @@ def fault(a: argparse.Namespace) -> None:
         return
     if "clear" in specs:
         raise SimError("FAULT=clear cannot be combined with other faults: clear first, then add")
-    if paused:
-        raise SimError(f"{a.host} is down (paused): `make sim-fault HOST={a.host} FAULT=clear` first")
+    if state != "running":
+        raise SimError(f"{a.host} is {state} (FAULT=down): `make sim-fault HOST={a.host} FAULT=clear` boots it first")
     if "down" in specs:
         if specs != ["down"]:
             raise SimError("FAULT=down cannot be combined with other faults: add them first, then down")
-        docker("pause", cname)
-        print(f"sim-fault: {a.host}: down (container paused: no answer on SSH, Ray or the NPU network)")
+        ids = power_off(cname, a.name, a.host)
+        print(
+            f"sim-fault: {a.host}: down (power loss: every process killed at once, {len(ids)} container(s) of its "
+            "engine included; no answer on SSH, Ray or the NPU network). FAULT=clear boots it again."
+        )
         return
     p = docker("exec", cname, "/usr/lib/verl-sim/simhost.py", "fault", "add", *specs, check=False)
     if p.returncode != 0:

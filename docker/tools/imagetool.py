@@ -19,6 +19,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,8 +31,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "docker" / "versions.yaml"
 SIM_PINS = ROOT / "docker" / "sim-runtime" / "sim-pins.yaml"
+# The shape of the CANN base that only the rehearsal's stand-in needs (docker/npu-standin).
+STANDIN = ROOT / "docker" / "npu-standin" / "standin.yaml"
 NPU_TEMPLATE = ROOT / "docker" / "lock" / "npu.in.tmpl"
-TARGETS = ("sim-runtime", "npu", "recipe")
+# The requirement sets of what the NPU image builds from git (at the pinned commits) and of CANN itself.
+UPSTREAM_REQS = ROOT / "docker" / "lock" / "upstream"
+# Distributions the NPU image builds from the git sources: never resolved from an index, never emitted in a lock.
+GIT_BUILT = ("verl", "vllm", "vllm-ascend", "megatron-core", "mindspeed", "megatron-bridge", "transformers")
+# Distributions only Ascend's own index serves: they go to docker/lock/npu-ascend.in, not the main lock.
+ASCEND_INDEX_ONLY = ("triton-ascend",)
+TARGETS = ("sim-runtime", "npu", "npu-standin", "recipe")
 # The labels every image of this project carries (tests/image checks them on the built images).
 OCI_LABELS = (
     "org.opencontainers.image.source",
@@ -85,12 +94,12 @@ EPOCH_PATHS = {
         "docker/versions.yaml",
     ),
     "npu": (
-        "docker/npu/Dockerfile",
-        "docker/lock/npu-aarch64.lock",
-        "docker/lock/npu-ascend-aarch64.lock",
+        "docker/npu",  # the Dockerfile and its build helpers
+        "docker/lock",  # the locks, overrides, accepted conflicts
         "docker/versions.yaml",
         "docker/sources.lock",
     ),  # fmt: skip
+    "npu-standin": ("docker/npu-standin", "docker/versions.yaml"),
     "recipe": (),
 }
 
@@ -184,6 +193,17 @@ def build_args(target: str, soc: str, overrides: dict[str, str]) -> dict[str, st
             "VLLM_VERSION": str(m["git_sources"]["vllm"]["version"]),
             "VLLM_ASCEND_VERSION": str(m["git_sources"]["vllm_ascend"]["version"]),
             "MEGATRON_VERSION": str(m["git_sources"]["megatron_lm"]["version"]),
+            # Empty for a real build; `make image-npu-rehearsal` sets "standin" (docker/npu/Dockerfile says what
+            # that leaves out).
+            "REHEARSAL": "",
+        }
+    elif target == "npu-standin":
+        cann = m["base"]["cann"]
+        args |= {
+            "BASE_IMAGE": f"verl-recipe-base:{m['base']['debian_suite']}",
+            "CANN_VERSION": str(cann["version"]),
+            "CANN_TAG": str(cann["tag"]),
+            "PYTHON_PREFIX": str(load_yaml(STANDIN)["python_prefix"]),
         }
     elif target == "recipe":
         args |= {"RECIPE_VERSION": recipe_version()}
@@ -239,18 +259,82 @@ def lock_input(kind: str) -> str:
             # The recipe layer builds the verl_recipe wheel offline with the runtime's own setuptools.
             f"setuptools=={sim['setuptools']}",
         ]
+        lines += verl_import_requirements(sim)
         return head + "\n".join(lines) + "\n"
     if kind == "sim-verl":
         return head + f"verl=={m['git_sources']['verl']['version']}\n"
     if kind == "npu":
         template = NPU_TEMPLATE.read_text()
         try:
-            return head + template.format(**{k: str(v) for k, v in pk.items()})
+            body = template.format(**{k: str(v) for k, v in pk.items()})
         except KeyError as exc:
             raise UsageError(f"{NPU_TEMPLATE} names {exc}, missing in python_packages: add it") from None
+        return head + body + upstream_requirements()
     if kind == "npu-ascend":
         return head + f"triton-ascend=={pk['triton_ascend']}\n"
     raise UsageError(f"lock input {kind!r} is unknown: use npu, npu-ascend, sim or sim-verl")
+
+
+def verl_declared_requires() -> dict[str, list[str]]:
+    """verl's declared requirements (docker/lock/upstream/verl.txt: setup.py install_requires and
+    requirements-npu.txt, both of which the NPU image installs), every line per normalized name."""
+    reqs: dict[str, list[str]] = {}
+    text = (UPSTREAM_REQS / "verl.txt").read_text()
+    for raw in text.split("\n# imported by verl", 1)[0].splitlines():  # the rest is undeclared
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            lines = reqs.setdefault(requirement_name(line), [])
+            if line not in lines:
+                lines.append(line)
+    return reqs
+
+
+def verl_import_requirements(sim: dict[str, Any]) -> list[str]:
+    """What verl 0.8.0 (installed --no-deps) imports for its config path, with verl's own specifiers."""
+    declared = verl_declared_requires()
+    lines: list[str] = []
+    for name in sim.get("verl_import_requires", []):
+        key = requirement_name(str(name))
+        if key not in declared:
+            raise UsageError(
+                f"sim-pins.yaml verl_import_requires names {name!r}, which verl does not declare "
+                "(docker/lock/upstream/verl.txt): list it under verl_import_undeclared instead"
+            )
+        if key == "transformers":  # verl leaves it open; the simulated runtime pins the NPU image's release
+            lines.append(f"transformers=={sim['transformers']}")
+        else:
+            lines += declared[key]
+    lines += [str(name) for name in sim.get("verl_import_undeclared", [])]
+    return lines
+
+
+def requirement_name(line: str) -> str:
+    """The normalized distribution name of a requirement line (PEP 503)."""
+    name = re.split(r"[\s\[<>=!~;@(]", line.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def upstream_requirements() -> str:
+    """Every docker/lock/upstream/*.txt as one section of npu.in; requirements on a git-built or Ascend-index-only
+    package stay visible as comments (the build installs those another way)."""
+    files = sorted(UPSTREAM_REQS.glob("*.txt"))
+    if not files:
+        raise UsageError(f"{UPSTREAM_REQS} has no *.txt: restore it from git")
+    out = []
+    for f in files:
+        out.append(f"# ---- docker/lock/upstream/{f.name}")
+        for raw in f.read_text().splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            name = requirement_name(line)
+            if name in GIT_BUILT:
+                out.append(f"# built from git, not resolved here: {line}")
+            elif name in ASCEND_INDEX_ONLY:
+                out.append(f"# Ascend index, see npu-ascend.in: {line}")
+            else:
+                out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def label_check(image: str) -> int:

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+NPU_DIR = ROOT / "docker" / "npu"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 HOSTS = ("https://github.com/", "https://gitcode.com/")
 
@@ -286,8 +287,15 @@ def cmd_context(a: argparse.Namespace) -> int:
     (out / "sources" / "sources.json").write_text(json.dumps({k: v["archive"] for k, v in sorted(entries.items())}))
     lock_dir = Path(a.lock_dir)
     (out / "lock").mkdir()
-    for f in sorted(lock_dir.glob("*.lock")):
-        shutil.copyfile(f, out / "lock" / f.name)
+    # The locks, the accepted `pip check` conflicts and the record of what is not locked yet.
+    for pattern in ("*.lock", "accepted-conflicts.toml", "unresolved.txt", "sdist-only.txt"):
+        for f in sorted(lock_dir.glob(pattern)):
+            shutil.copyfile(f, out / "lock" / f.name)
+    # The build helpers of docker/npu/ (CANN environment, lock splitting, pip check judge, import smoke test).
+    (out / "npu").mkdir()
+    for f in sorted(NPU_DIR.glob("*")):
+        if f.suffix in (".sh", ".py", ".awk"):
+            shutil.copyfile(f, out / "npu" / f.name)
     shutil.copyfile(ca, out / "ca.crt")
     print(f"sources: NPU build context in {out}")
     return 0

@@ -20,6 +20,8 @@ from .resolve import Request, resolve
 from .settings import Resolved, SettingsError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_READY = 0, 2, 3
+# A real (not --rehearse) launch on the simulated cluster: validated, rendered and recorded; verl not started.
+EXIT_SIMULATED = 4
 
 
 def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -59,12 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.add_argument("--json", action="store_true")
     p_render = sub.add_parser("render", help="print the whole launch: environment and argv")
     add_request_args(p_render)
-    p_render.add_argument("--json", action="store_true", help='print {"recipe", "env", "argv"} (byte-stable)')
+    p_render.add_argument("--json", action="store_true", help='print {"recipe", "env", "argv", "memory"} (byte-stable)')
     p_val = sub.add_parser("validate", help="run every check; exit 2 listing all problems")
     add_request_args(p_val)
     p_launch = sub.add_parser("launch", help="validate, write the run record, then run the launch")
     add_request_args(p_launch)
+    p_plan = sub.add_parser("plan", help="layouts for N nodes that pass every rule and fit the memory plan")
+    add_request_args(p_plan)
+    p_plan.add_argument("--nodes", type=int, required=True, help="nodes in the cluster")
+    p_plan.add_argument("--json", action="store_true")
+    p_plan.add_argument("--top", type=int, default=15, help="layouts to list (default 15)")
     sub.add_parser("doctor", help="check this node and image against the versions manifest", add_help=False)
+    sub.add_parser("report", help="the readiness page (HTML) from preflight/rehearsal JSON reports", add_help=False)
     from .cluster_cli import add_cluster_commands
 
     add_cluster_commands(sub, add_request_args)
@@ -135,12 +143,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .doctor import main as doctor_main
 
         return doctor_main(raw[1:])
+    if raw[:1] == ["report"]:
+        from .readiness_page import main as report_main
+
+        return report_main(raw[1:])
     own, extra = split_extra(raw)
     parser = build_parser()
     ns = parser.parse_args(own)
     try:
         if ns.cmd == "list":
             return cmd_list(ns.json)
+        if ns.cmd == "plan":
+            from .plan import cmd_plan
+
+            return cmd_plan(request_of(ns, extra), ns.nodes, ns.top, ns.json)
         if ns.cmd in ("render", "validate", "launch"):
             req = request_of(ns, extra)
             if ns.cmd == "render":

@@ -63,7 +63,7 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 
     import ray
 
-    from .raynode import tcp_reachable
+    from .raynode import check_token_accepted, tcp_reachable
 
     end = time.monotonic() + deadline_s
     while not tcp_reachable(ne.head_addr, ne.ray_port):
@@ -73,6 +73,7 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
                 "ray-head on the head host (docker compose up -d ray-head) and check its log"
             )
         time.sleep(2)
+    check_token_accepted(ne.name, ne.gcs_address)  # a wrong token ends the wait at once, named
 
     def on_alarm(_signum: int, _frame: Any) -> None:
         raise TimeoutError("ray.init did not return")
@@ -108,10 +109,14 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
     """Wait, then print one row per host: the readiness report deploy.yml shows."""
     from .clusterwait import node_table, views_from_ray, wait_for_cluster
+    from .raynode import require_token_auth
 
+    require_token_auth()
     ray = _connect(ne, deadline)
     try:
-        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline)
+        from .nodewatch import NodeWatch
+
+        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline, watch=NodeWatch())
         print(node_table(views_from_ray(ray), ne.cluster, dies))
         return rc
     finally:
@@ -146,25 +151,36 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         return EXIT_BAD_INPUT
     v = resolved.values
     nnodes, dies = int(v["NNODES"]), int(v["NDEVICES_PER_NODE"])
+    from .raynode import require_token_auth
+
+    require_token_auth()  # verl's driver and every worker it starts inherit this container's token settings
     if nnodes == 1:
         start_local_head(ne)
     from .clusterwait import views_from_ray, wait_for_cluster
+    from .nodewatch import Guard, NodeWatch
 
+    watch = NodeWatch()  # names a node that stops answering, long before Ray marks it dead
     ray = _connect(ne, ns.wait_deadline)
     try:
-        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, ns.wait_deadline)
+        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, ns.wait_deadline, watch=watch)
         if rc:
             return rc
         if ns.rehearse:
-            return run_rehearsal(ray, ns, ne, resolved.values)
+            guard = Guard(watch, lambda: views_from_ray(ray), "during the rehearsal")
+            return run_rehearsal(ray, ns, ne, resolved.values, guard)
+        members = [m for m in views_from_ray(ray) if m.alive]  # the launch keeps knocking on these
     finally:
         ray.shutdown()
-    from .launcher import run_launch
+    from .launcher import end_of_simulation, run_launch
 
-    return run_launch(launch, resolved, {"cluster": ne.gcs_address})
+    if ne.simulated:
+        from .cli import EXIT_SIMULATED
+
+        return end_of_simulation(launch, resolved, {"cluster": ne.gcs_address}, EXIT_SIMULATED)
+    return run_launch(launch, resolved, {"cluster": ne.gcs_address}, members=members)
 
 
-def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any]) -> int:
+def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any], guard: Any = None) -> int:
     from .rehearse import format_report, rehearse, write_report
     from .render import experiment_dir
 
@@ -185,13 +201,17 @@ def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, An
         tensor_mb=ns.tensor_mb,
         iters=ns.iters,
         timeout_s=ns.wait_deadline,
+        guard=guard,
     )
+    failed = "error" in summary or any(r.problems for r in reports)
+    # 3 as for a cluster that is not ready: a node was lost; the report names it.
+    summary["exit_code"] = 3 if summary.get("lost") else 1 if failed else 0
     print(format_report(reports, summary))
     out = Path(experiment_dir(str(v["LOG_DIR"]), v)) / "rehearsals" / f"{int(summary.get('nnodes', 0))}-nodes.json"
-    write_report(out, reports, summary)
+    page = write_report(out, reports, summary)
     print(f"rehearsal report: {out}", file=sys.stderr)
-    failed = "error" in summary or any(r.problems for r in reports)
-    return 1 if failed else 0
+    print(f"readiness page: {page.resolve().as_uri()}", file=sys.stderr)
+    return int(summary["exit_code"])
 
 
 def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .nodewatch import NodeWatch, lost_line
 from .raynode import CPUS_PER_DIE
 
 
@@ -19,6 +20,7 @@ class NodeView:
     npu_available: float
     cpu_total: float
     alive: bool = True
+    port: int = 0  # the raylet's port, which the head knocks on (nodewatch)
 
 
 @dataclass
@@ -43,6 +45,7 @@ def views_from_ray(ray: Any) -> list[NodeView]:
                 npu_available=float(avail.get("NPU", 0)),
                 cpu_total=float(res.get("CPU", 0)),
                 alive=bool(n.get("Alive")),
+                port=int(n.get("NodeManagerPort") or 0),
             )
         )
     return out
@@ -106,12 +109,29 @@ def wait_for_cluster(
     report_every_s: float = 10.0,
     now: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    watch: NodeWatch | None = None,
 ) -> int:
-    """0 when ready; 3 on the deadline or a node that can never fit, with one line naming the culprits."""
+    """0 when ready; 3 on the deadline, a lost node or a node that can never fit, with one line naming them."""
     start = now()
     last_report = -report_every_s
     while True:
-        a = assess(snapshot(), expected, need_nodes, dies)
+        views = snapshot()
+        if watch is not None:
+            lost = watch.check(views)
+            if lost:
+                print(f"error: {lost_line(lost, 'while the head waited')}", file=sys.stderr, flush=True)
+                return 3
+            # A node that stopped answering is not counted until it answers again (or is named lost); a node that
+            # left before this wait but whose host answers again (rebooted, registering) is waited for.
+            back = watch.rejoining(views)
+            views = [v for v in views if v.ip not in watch.suspect and not (v.ip in back and not v.alive)]
+            # Two live entries at one address: the host rebooted and Ray still lists its node of the earlier boot,
+            # where it would place work that never runs. Not counted until Ray drops the ghost.
+            seen: dict[str, int] = {}
+            for v in views:
+                seen[v.ip] = seen.get(v.ip, 0) + int(v.alive)
+            views = [v for v in views if seen.get(v.ip, 0) < 2]
+        a = assess(views, expected, need_nodes, dies)
         elapsed = now() - start
         if a.ready:
             print(f"{a.line} - ready after {elapsed:.1f} s", file=sys.stderr, flush=True)

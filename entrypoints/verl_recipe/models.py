@@ -1,7 +1,7 @@
 """Qwen3.5 MoE architectures: the numbers the layout rules need, and reading them from a real config.json.
 
-Values from ../shared/facts/qwen3.5-parallelism-memory.md section 1.1. When MODEL_PATH holds a config.json,
-its values win and are checked against the recipe's model.
+Values and their sources: docs/rules.md section 1. When MODEL_PATH holds a config.json, its values win and are
+checked against the recipe's model.
 """
 
 from __future__ import annotations
@@ -26,10 +26,33 @@ class ModelArch:
     linear_num_key_heads: int  # Gated DeltaNet QK heads
     linear_num_value_heads: int  # Gated DeltaNet V heads
     full_attention_interval: int = 4
+    # The numbers the memory plan needs (memory.py); the same for the three Qwen3.5 MoE models but the shared
+    # expert, which is as wide as one routed expert.
+    shared_expert_ffn_hidden_size: int = 0  # 0 = as wide as moe_ffn_hidden_size
+    head_dim: int = 256
+    vocab_size: int = 248320
+    linear_key_head_dim: int = 128
+    linear_value_head_dim: int = 128
+    linear_conv_kernel_dim: int = 4
+    max_position_embeddings: int = 262144
+    tie_word_embeddings: bool = False
+    has_vision: bool = True  # Qwen3.5 checkpoints carry the vision tower; vLLM and the trainer load it
 
     @property
     def has_gdn(self) -> bool:
         return self.linear_num_key_heads > 0
+
+    @property
+    def shared_ffn(self) -> int:
+        return self.shared_expert_ffn_hidden_size or self.moe_ffn_hidden_size
+
+    def is_full_attention(self, layer: int) -> bool:
+        """Layer `layer` (0-based) is full attention every full_attention_interval layers, else Gated DeltaNet."""
+        return not self.has_gdn or (layer + 1) % self.full_attention_interval == 0
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        return sum(self.is_full_attention(i) for i in range(self.num_layers))
 
 
 QWEN35_35B = ModelArch("qwen3.5-35b-a3b", "qwen3_5_moe", 40, 2048, 16, 2, 256, 8, 512, 16, 32)
@@ -50,7 +73,17 @@ _CONFIG_FIELDS = {
     "linear_num_key_heads": "linear_num_key_heads",
     "linear_num_value_heads": "linear_num_value_heads",
     "full_attention_interval": "full_attention_interval",
+    "shared_expert_intermediate_size": "shared_expert_ffn_hidden_size",
+    "head_dim": "head_dim",
+    "vocab_size": "vocab_size",
+    "linear_key_head_dim": "linear_key_head_dim",
+    "linear_value_head_dim": "linear_value_head_dim",
+    "linear_conv_kernel_dim": "linear_conv_kernel_dim",
+    "max_position_embeddings": "max_position_embeddings",
 }
+# Fields whose value in config.json may legitimately differ from the recipe's (a longer-context checkpoint):
+# they are taken from config.json without being reported as a different model.
+_FREE_FIELDS = {"max_position_embeddings"}
 
 
 class ModelConfigError(ValueError):
@@ -81,8 +114,11 @@ def arch_from_config(expected: ModelArch, config: dict[str, Any]) -> tuple[Model
             value = config[cfg_key]
             if not isinstance(value, int) or isinstance(value, bool):
                 continue
-            if value != getattr(expected, field_name):
-                differences.append(f"{cfg_key}={value} (expected {getattr(expected, field_name)})")
+            want = (
+                expected.shared_ffn if field_name == "shared_expert_ffn_hidden_size" else getattr(expected, field_name)
+            )
+            if value != want and field_name not in _FREE_FIELDS:
+                differences.append(f"{cfg_key}={value} (expected {want})")
             updates[field_name] = value
     model_type = str(config.get("model_type", expected.model_type))
     base_type = model_type.removesuffix("_text")

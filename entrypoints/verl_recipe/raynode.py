@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -38,6 +39,91 @@ _DIE = re.compile(r"^davinci(\d+)$")
 
 class NodeError(RuntimeError):
     """A one-line reason this node cannot start, with the fix."""
+
+
+# Token authentication (Ray >= 2.52): every node and client of this project runs with it. The token is a root-only
+# file deploy.yml installs on each host; compose.yaml mounts it read-only here and points RAY_AUTH_TOKEN_PATH at it.
+MIN_TOKEN_CHARS = 32
+
+
+def auth_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why this process would talk to Ray without its cluster's token, or None. Never includes the token."""
+    e = os.environ if environ is None else environ
+    fix_compose = "start it through compose.yaml, which sets it (deploy.yml installs the token on every host)"
+    mode = e.get("RAY_AUTH_MODE", "")
+    if mode != "token":
+        return (
+            f"RAY_AUTH_MODE={mode or '(unset)'}: this project runs Ray only with token authentication "
+            f"(RAY_AUTH_MODE=token); fix: {fix_compose}"
+        )
+    if e.get("RAY_AUTH_TOKEN"):
+        return (
+            "RAY_AUTH_TOKEN is set: a token in an environment variable shows in `docker inspect` and /proc; fix: "
+            "unset it and let RAY_AUTH_TOKEN_PATH name the mounted token file"
+        )
+    path = e.get("RAY_AUTH_TOKEN_PATH", "")
+    if not path:
+        return f"RAY_AUTH_TOKEN_PATH is not set, so Ray would look for ~/.ray/auth_token; fix: {fix_compose}"
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        return (
+            f"Ray token file {path} cannot be read ({exc.strerror or type(exc).__name__}); fix: run deploy.yml, "
+            "which installs the cluster's token on every host and compose mounts it here"
+        )
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        return (
+            f"Ray token file {path} holds {len(token)} characters, not one token of at least {MIN_TOKEN_CHARS}; "
+            "fix: re-run deploy.yml with -e ray_node_auth_rotate=true to write a new one"
+        )
+    return None
+
+
+def require_token_auth(environ: Mapping[str, str] | None = None) -> None:
+    problem = auth_problem(environ)
+    if problem:
+        raise NodeError(problem)
+
+
+def read_token(path: str) -> str:
+    """Ray reads the first line of the token file, whitespace trimmed (AuthenticationTokenLoader)."""
+    with open(path) as f:
+        return f.readline().strip()
+
+
+TOKEN_ACCEPTED, TOKEN_REFUSED, GCS_UNREACHABLE = "accepted", "refused", "unreachable"
+
+
+def gcs_token_status(address: str, token: str, timeout_s: float = 5.0) -> str:
+    """One GCS call with this token (empty: none): accepted, refused or unreachable. Ray's own client retries an
+    authentication failure for 20 s and then reports only a ConnectionError; this tells the two apart at once."""
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    metadata = [("authorization", f"Bearer {token}")] if token else []
+    with grpc.insecure_channel(address) as channel:
+        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        try:
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout_s, metadata=metadata)
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]  # grpc's call errors are also grpc.Call
+            return TOKEN_REFUSED if code == grpc.StatusCode.UNAUTHENTICATED else GCS_UNREACHABLE
+    return TOKEN_ACCEPTED
+
+
+def token_refused_message(who: str, address: str, path: str) -> str:
+    return (
+        f"{who}: the Ray cluster at {address} refuses the token in {path} (it runs with another one); fix: re-run "
+        "deploy.yml, which installs the cluster's one token on every host and restarts the nodes that changed"
+    )
+
+
+def check_token_accepted(who: str, address: str) -> None:
+    """Raise NodeError when the GCS answers and refuses this container's token; anything else is left to the
+    caller's own deadline (a head still starting is not an error)."""
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH", "")
+    if gcs_token_status(address, read_token(path)) == TOKEN_REFUSED:
+        raise NodeError(token_refused_message(who, address, path))
 
 
 def count_dies(dev_dir: str) -> list[int]:
@@ -186,6 +272,7 @@ def _end_group(pgid: int) -> None:
 
 
 def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = None) -> int:
+    require_token_auth()
     dies, cpus = node_resources(ne)
     env = node_environment(ne, dies)
     argv = ray_start_argv(role, ne, dies, cpus, dashboard_available())
@@ -216,6 +303,8 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
+        if role == "worker":
+            check_token_accepted(ne.name, ne.gcs_address)
         started = time.monotonic()
         # Its own process group: whatever a failed start leaves behind (an orphaned GCS holding the port) is ended
         # by group id, and only what this node started.

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .nodewatch import Guard, NodeLost
 from .raynode import CPUS_PER_DIE
 
 # What each worker must have inherited from its raylet (node.env, exported before `ray start`).
@@ -69,9 +70,12 @@ class AllReduceRank:
     def address(self) -> tuple[str, int]:
         import ray
 
+        # The master port the way verl 0.8.0 picks MASTER_PORT (single_controller/base/worker.py _get_free_port):
+        # an ephemeral port from the kernel, so a host firewall that opens a port list instead of trusting the
+        # cluster's addresses fails the rehearsal as it would fail training.
         ip = ray.util.get_node_ip_address()
         with socket.socket() as s:
-            s.bind((ip, 0))
+            s.bind(("", 0))
             return ip, int(s.getsockname()[1])
 
     def run(self, master: tuple[str, int], numel: int, iters: int, timeout_s: float) -> dict[str, Any]:
@@ -134,12 +138,48 @@ class AllReduceRank:
         }
 
 
-def _wait_ready(ray: Any, pgs: list[Any], timeout_s: float) -> list[int]:
+def _wait_ready(ray: Any, pgs: list[Any], timeout_s: float, guard: Guard | None = None) -> list[int]:
     """Indexes of the groups that could not be placed in time."""
     refs = [pg.ready() for pg in pgs]
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    end = time.monotonic() + timeout_s
+    while True:
+        left = max(0.0, end - time.monotonic())
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=min(left, 2.0) if guard else left)
+        if not pending or left <= 0:
+            break
+        if guard is not None:
+            guard()
     done = set(ready)
     return [i for i, ref in enumerate(refs) if ref not in done]
+
+
+def _get(ray: Any, refs: Any, timeout_s: float, guard: Guard | None = None) -> Any:
+    """ray.get, but a lost node ends the wait at once (NodeLost) instead of at the timeout or never."""
+    if guard is None:
+        return ray.get(refs, timeout=timeout_s)
+    many = isinstance(refs, list)
+    items = refs if many else [refs]
+    end = time.monotonic() + timeout_s
+    while True:
+        left = max(0.0, end - time.monotonic())
+        _, pending = ray.wait(items, num_returns=len(items), timeout=min(left, 2.0))
+        if not pending or left <= 0:
+            break
+        guard()
+    try:
+        out = ray.get(items, timeout=max(0.0, end - time.monotonic()))
+    except NodeLost:
+        raise
+    except Exception:
+        # A rank or task that failed because a peer went away (its node died, or its connection was reset): give
+        # the watch its confirm time to name the node, instead of Ray's error; nothing suspect: Ray's error.
+        until = time.monotonic() + guard.watch.confirm_s + 2 * guard.every_s
+        while True:
+            guard(force=True)
+            if not guard.watch.suspect or time.monotonic() > until:
+                raise
+            time.sleep(guard.every_s)
+    return out if many else out[0]
 
 
 def rehearse(
@@ -154,6 +194,7 @@ def rehearse(
     tensor_mb: float,
     iters: int,
     timeout_s: float,
+    guard: Guard | None = None,
 ) -> tuple[list[NodeReport], dict]:
     from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -161,8 +202,9 @@ def rehearse(
     t0 = time.perf_counter()
     pgs = [placement_group([{"CPU": CPUS_PER_DIE, "NPU": 1}] * dies, strategy="STRICT_PACK") for _ in range(nnodes)]
     summary: dict[str, Any] = {"nnodes": nnodes, "dies_per_node": dies, "device": device}
+    actors: list[Any] = []
     try:
-        not_ready = _wait_ready(ray, pgs, timeout_s)
+        not_ready = _wait_ready(ray, pgs, timeout_s, guard)
         if not_ready:
             summary["error"] = (
                 f"{len(not_ready)} of {nnodes} placement groups of {dies} x {{CPU: {CPUS_PER_DIE}, NPU: "
@@ -176,6 +218,13 @@ def rehearse(
             bundle_nodes = placement_group_table(pg)["bundles_to_node_id"]
             node_of.append(by_id.get(bundle_nodes[0], "?"))
         reports = {ip: NodeReport(node=names.get(ip, ip), ip=ip) for ip in node_of}
+        if guard is not None:
+            guard.only = set(node_of)  # from here on only the nodes holding a group matter
+        # which bundle landed where, for the readiness page
+        placement: list[dict[str, Any]] = [
+            {"group": i, "node": names.get(ip, ip), "ip": ip, "bundles": []} for i, ip in enumerate(node_of)
+        ]
+        summary["placement"] = placement
 
         # One probe per bundle, a wave of one bundle index at a time so Ray reuses a few worker processes.
         t1 = time.perf_counter()
@@ -187,9 +236,10 @@ def rehearse(
                 )
                 for pg in pgs
             ]
-            for pg_index, result in enumerate(ray.get(refs, timeout=timeout_s)):
+            for pg_index, result in enumerate(_get(ray, refs, timeout_s, guard)):
                 r = reports[node_of[pg_index]]
                 r.bundles += 1
+                placement[pg_index]["bundles"].append({"bundle": b, "ip": result["ip"], "npu": result["npu_ids"]})
                 if result["ip"] != node_of[pg_index]:
                     r.problems.append(f"bundle {b} ran on {result['ip']}, not in its STRICT_PACK group's node")
                 if device == "npu" and not result["npu_ids"]:
@@ -203,18 +253,15 @@ def rehearse(
         t2 = time.perf_counter()
         world = nnodes * ranks_per_node
         actor_cls = ray.remote(num_cpus=1, resources={"NPU": 1})(AllReduceRank)
-        actors: list[Any] = []
         actor_ip: list[str] = []
         for pg_index, pg in enumerate(pgs):
             for j in range(ranks_per_node):
                 strategy = PlacementGroupSchedulingStrategy(pg, j)
                 actors.append(actor_cls.options(scheduling_strategy=strategy).remote(len(actors), world, device))
                 actor_ip.append(node_of[pg_index])
-        master = ray.get(actors[0].address.remote(), timeout=timeout_s)
+        master = _get(ray, actors[0].address.remote(), timeout_s, guard)
         numel = max(1, int(tensor_mb * 1e6 / 4))
-        results = ray.get([a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout=timeout_s * 2)
-        for a in actors:
-            ray.kill(a)
+        results = _get(ray, [a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout_s * 2, guard)
         summary.update(
             world=world,
             tensor_mb=tensor_mb,
@@ -239,7 +286,14 @@ def rehearse(
             r.busbw_gbps = round(r.algbw_gbps * 2 * (world - 1) / world, 4) if world > 1 else r.algbw_gbps
         summary["total_s"] = round(time.perf_counter() - t0, 3)
         return sorted(reports.values(), key=lambda r: r.node), summary
+    except NodeLost as lost:
+        summary["error"] = str(lost)
+        summary["lost"] = [x.as_dict() for x in lost.losses]
+        summary["total_s"] = round(time.perf_counter() - t0, 3)
+        return [], summary
     finally:
+        for a in actors:  # a rank blocked in a collective with a lost peer ends here, not at its timeout
+            ray.kill(a)
         for pg in pgs:
             remove_placement_group(pg)
 
@@ -264,6 +318,12 @@ def format_report(reports: list[NodeReport], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(path: Path, reports: list[NodeReport], summary: dict[str, Any]) -> None:
+def write_report(path: Path, reports: list[NodeReport], summary: dict[str, Any]) -> Path:
+    """The JSON report, then the readiness page drawn from it next to it (same name, .html); returns the page."""
+    from .readiness_page import report_meta, write_page
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"summary": summary, "nodes": [asdict(r) for r in reports]}, indent=2) + "\n")
+    meta = report_meta("rehearsal", simulated=os.environ.get("VERL_RECIPE_SIMULATED") == "1")
+    doc = {"summary": summary, "nodes": [asdict(r) for r in reports], "meta": meta}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return write_page([path])

@@ -23,6 +23,7 @@ class Launch:
     env: dict[str, str]
     overrides: dict[str, Any]  # Hydra key (with its +/++ prefix) -> value, before formatting
     extra: list[str]
+    memory: dict[str, Any] | None = None  # the memory plan's estimate (memory.py), None when not computable
 
     @property
     def hydra_args(self) -> list[str]:
@@ -33,7 +34,7 @@ class Launch:
         return [*ENTRY, *self.hydra_args]
 
     def to_json(self) -> str:
-        doc = {"recipe": self.recipe, "env": dict(sorted(self.env.items())), "argv": self.argv}
+        doc = {"recipe": self.recipe, "env": dict(sorted(self.env.items())), "argv": self.argv, "memory": self.memory}
         return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
@@ -157,7 +158,20 @@ def render(recipe: Recipe, resolved: Resolved, extra: list[str]) -> Launch:
     if mm_cache_rule_active() or not resolved.origin.get("MM_PROCESSOR_CACHE_GB", "").startswith("recipe"):
         settings_part[MM_CACHE_KEY] = v["MM_PROCESSOR_CACHE_GB"]
     overrides = merge_hydra(recipe.hydra, device_hydra, settings_part, runtime_env)
-    return Launch(recipe=recipe.name, env=env, overrides=overrides, extra=list(extra))
+    launch = Launch(recipe=recipe.name, env=env, overrides=overrides, extra=list(extra))
+    launch.memory = memory_estimate(recipe, v, launch)
+    return launch
+
+
+def memory_estimate(recipe: Recipe, values: dict[str, Any], launch: Launch) -> dict[str, Any] | None:
+    """The memory plan for this launch, with the recipe's architecture; None when the settings give no layout."""
+    from .memory import Knobs, estimate
+
+    try:
+        knobs = Knobs.from_launch(launch.overrides, launch.extra, launch.env)
+        return estimate(recipe.name, recipe.engine, recipe.model, values, knobs).to_dict()
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
 
 
 class _Marker(str):

@@ -40,6 +40,8 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
         "env_from": env_origin,
         "warnings": resolved.warnings,
         "log": str(run_dir / "train.log"),
+        # What the memory plan predicted, to compare with a run that later dies of memory (docs/memory.md).
+        "memory_estimate": launch.memory,
         **extra_info,
     }
     (run_dir / "settings.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
@@ -60,3 +62,30 @@ def shell_command(launch: Launch) -> str:
     lines += [f"  {shlex.quote(a)} \\" for a in launch.argv]
     lines[-1] = lines[-1].removesuffix(" \\")
     return "\n".join(lines) + "\n"
+
+
+def record_lost(run_dir: Path, lost: list[dict[str, Any]]) -> Path:
+    """Written the moment the head names a lost node, so the record holds it even if the head goes next."""
+    path = run_dir / "lost_nodes.json"
+    path.write_text(json.dumps(lost, indent=2) + "\n")
+    return path
+
+
+def record_end(run_dir: Path, exit_code: int, lost: list[dict[str, Any]], verl_exit_code: int | None = None) -> None:
+    """`exit_code` (the run's, as the command returned it) and `outcome.json`: how the run ended, which node it
+    lost, and how to go on (the next launch resumes from the latest checkpoint: trainer.resume_mode=auto)."""
+    (run_dir / "exit_code").write_text(f"{exit_code}\n")
+    outcome: dict[str, Any] = {
+        "exit_code": exit_code,
+        "ended_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lost_nodes": lost,
+    }
+    if verl_exit_code is not None and verl_exit_code != exit_code:
+        outcome["verl_exit_code"] = verl_exit_code
+    if lost:
+        hosts = ", ".join(f"{x['host']} ({x['ip']})" for x in lost)
+        outcome["next"] = (
+            f"bring {hosts} back (its Ray node rejoins by itself after a reboot), then run the same command "
+            "again: it resumes from the latest checkpoint under CKPT_DIR (trainer.resume_mode=auto)"
+        )
+    (run_dir / "outcome.json").write_text(json.dumps(outcome, indent=2) + "\n")

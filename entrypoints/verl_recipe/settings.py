@@ -16,24 +16,92 @@ from typing import Any
 
 import yaml
 
+ENGINES = ("megatron", "fsdp")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values a numeric setting may take, and on which engine it is checked. The one place for ranges."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False  # lo itself excluded
+    also: tuple[int, ...] = ()  # values outside the range that mean something (FSDP_SIZE=-1)
+    engines: tuple[str, ...] = ENGINES
+    engine_lo: tuple[tuple[str, float], ...] = ()  # a stricter lower bound on one engine
+    why: str = ""  # why the bound exists, shown with a refusal
+
+    def bounds(self, engine: str) -> tuple[float | None, bool]:
+        for eng, lo in self.engine_lo:
+            if eng == engine:
+                return lo, False
+        return self.lo, self.lo_open
+
+    def range_text(self, engine: str | None = None) -> str:
+        lo, lo_open = self.bounds(engine) if engine else (self.lo, self.lo_open)
+        if lo is not None and self.hi is not None:
+            text = f"in {'(' if lo_open else '['}{_num(lo)}, {_num(self.hi)}]"
+        elif lo is not None:
+            text = f"{'>' if lo_open else '>='} {_num(lo)}"
+        elif self.hi is not None:
+            text = f"<= {_num(self.hi)}"
+        else:
+            text = "any value"
+        if self.also:
+            text += " or " + " or ".join(str(a) for a in self.also)
+        return text
+
+    def describe(self, kind: str) -> str:
+        """One cell of README's settings table."""
+        rng = self.range_text()
+        text = f"{kind}, any value" if rng == "any value" else f"{kind} {rng}"
+        for eng, lo in self.engine_lo:
+            text += f" ({eng}: >= {_num(lo)})"
+        if self.engines != ENGINES:
+            text += f"; {', '.join(self.engines)} only"
+        return text
+
+    def violation(self, value: float, engine: str) -> str | None:
+        """None when value is in the domain on this engine, else what is wrong."""
+        if engine not in self.engines or value in self.also:
+            return None
+        lo, lo_open = self.bounds(engine)
+        if lo is not None and (value < lo or (lo_open and value == lo)):
+            return f"must be {self.range_text(engine)}"
+        if self.hi is not None and value > self.hi:
+            return f"must be {self.range_text(engine)}"
+        return None
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
 
 @dataclass(frozen=True)
 class Setting:
     name: str
-    kind: str  # int | str | bool | path | list
+    kind: str  # int | float (kept as the text given, checked as a number) | str | bool | path | list
     help: str
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
+    domain: Domain | None = None
 
 
-def _s(name: str, kind: str, text: str, *aliases: str, choices: tuple[str, ...] = ()) -> Setting:
-    return Setting(name, kind, text, tuple(aliases), choices)
+def _s(
+    name: str, kind: str, text: str, *aliases: str, choices: tuple[str, ...] = (), domain: Domain | None = None
+) -> Setting:
+    return Setting(name, kind, text, tuple(aliases), choices, domain)
+
+
+POS = Domain(lo=1)
+MEGATRON_POS = Domain(lo=1, engines=("megatron",))
+FSDP_POS = Domain(lo=1, engines=("fsdp",))
 
 
 SETTINGS: tuple[Setting, ...] = (
     # cluster and layout
     _s("DEVICE", "str", "accelerator family", choices=("npu", "gpu")),
-    _s("NNODES", "int", "nodes in the Ray cluster", "nnodes", "NUM_NODES"),
+    _s("NNODES", "int", "nodes in the Ray cluster", "nnodes", "NUM_NODES", domain=POS),
     _s(
         "NDEVICES_PER_NODE",
         "int",
@@ -41,18 +109,29 @@ SETTINGS: tuple[Setting, ...] = (
         "n_devices_per_node",
         "N_GPUS_PER_NODE",
         "NPUS_PER_NODE",
+        domain=POS,
     ),
-    _s("TP", "int", "Megatron tensor parallel size (actor and ref)"),
-    _s("PP", "int", "Megatron pipeline parallel size"),
-    _s("CP", "int", "Megatron context parallel size (1 for Qwen3.5's Gated DeltaNet on megatron-core 0.16.0)"),
-    _s("EP", "int", "Megatron expert parallel size"),
-    _s("ETP", "int", "Megatron expert tensor parallel size"),
-    _s("VPP", "int", "virtual pipeline stages per PP rank (0 = off)"),
-    _s("GEN_TP", "int", "rollout (vLLM) tensor parallel size"),
-    _s("GEN_DP", "int", "rollout (vLLM) data parallel size per replica"),
-    _s("GEN_EP", "int", "rollout expert parallel size (1, or GEN_TP x GEN_DP)"),
-    _s("FSDP_SIZE", "int", "FSDP shard group size (FSDP recipes; -1 = whole world)"),
-    _s("SP_SIZE", "int", "Ulysses sequence parallel size (FSDP recipes)"),
+    _s("TP", "int", "Megatron tensor parallel size (actor and ref)", domain=MEGATRON_POS),
+    _s("PP", "int", "Megatron pipeline parallel size", domain=MEGATRON_POS),
+    _s(
+        "CP",
+        "int",
+        "Megatron context parallel size (1 for Qwen3.5's Gated DeltaNet on megatron-core 0.16.0)",
+        domain=MEGATRON_POS,
+    ),
+    _s("EP", "int", "Megatron expert parallel size", domain=MEGATRON_POS),
+    _s("ETP", "int", "Megatron expert tensor parallel size", domain=MEGATRON_POS),
+    _s("VPP", "int", "virtual pipeline stages per PP rank (0 = off)", domain=Domain(lo=0, engines=("megatron",))),
+    _s("GEN_TP", "int", "rollout (vLLM) tensor parallel size", domain=POS),
+    _s("GEN_DP", "int", "rollout (vLLM) data parallel size per replica", domain=POS),
+    _s("GEN_EP", "int", "rollout expert parallel size (1, or GEN_TP x GEN_DP)", domain=POS),
+    _s(
+        "FSDP_SIZE",
+        "int",
+        "FSDP shard group size (-1, or any size >= the world, = shard over the whole world)",
+        domain=Domain(lo=1, also=(-1,), engines=("fsdp",)),
+    ),
+    _s("SP_SIZE", "int", "Ulysses sequence parallel size (FSDP recipes)", domain=FSDP_POS),
     # paths and names
     _s("MODEL_PATH", "path", "Hugging Face checkpoint directory on shared storage", "HF_MODEL_PATH"),
     _s("TRAIN_FILES", "list", "training parquet file(s), comma separated", "train_path", "train_files", "TRAIN_FILE"),
@@ -70,27 +149,86 @@ SETTINGS: tuple[Setting, ...] = (
     _s("PROJECT_NAME", "str", "tracker project name", "project_name"),
     _s("EXPERIMENT_NAME", "str", "tracker experiment name", "experiment_name", "exp_name"),
     # batch and lengths
-    _s("TRAIN_BATCH_SIZE", "int", "prompts per step (data.train_batch_size)", "train_batch_size"),
-    _s("PPO_MINI_BATCH_SIZE", "int", "prompts per actor update", "ppo_mini_batch_size"),
-    _s("PPO_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device per micro step"),
-    _s("LOG_PROB_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device when computing log-probs"),
-    _s("PPO_MAX_TOKEN_LEN_PER_GPU", "int", "token budget per device (log-prob and update)"),
-    _s("ROLLOUT_N", "int", "responses sampled per prompt (GRPO group size)", "n_resp_per_prompt"),
-    _s("MAX_PROMPT_LENGTH", "int", "tokens", "max_prompt_length"),
-    _s("MAX_RESPONSE_LENGTH", "int", "tokens", "max_response_length"),
+    _s("TRAIN_BATCH_SIZE", "int", "prompts per step (data.train_batch_size)", "train_batch_size", domain=POS),
+    _s("PPO_MINI_BATCH_SIZE", "int", "prompts per actor update", "ppo_mini_batch_size", domain=POS),
+    _s("PPO_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device per micro step", domain=POS),
+    _s("LOG_PROB_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device when computing log-probs", domain=POS),
+    _s(
+        "PPO_MAX_TOKEN_LEN_PER_GPU",
+        "int",
+        "token budget per device (log-prob and update); with dynamic batching at least one full sequence",
+        domain=MEGATRON_POS,
+    ),
+    _s("ROLLOUT_N", "int", "responses sampled per prompt (GRPO group size)", "n_resp_per_prompt", domain=POS),
+    _s("MAX_PROMPT_LENGTH", "int", "tokens", "max_prompt_length", domain=POS),
+    _s(
+        "MAX_RESPONSE_LENGTH",
+        "int",
+        "tokens; prompt + response must fit the checkpoint's max_position_embeddings",
+        "max_response_length",
+        domain=POS,
+    ),
     # training loop
-    _s("LR", "str", "actor learning rate"),
-    _s("TOTAL_EPOCHS", "int", "epochs"),
-    _s("SAVE_FREQ", "int", "checkpoint every N steps (must be > 0)"),
-    _s("TEST_FREQ", "int", "validate every N steps"),
+    _s(
+        "LR",
+        "float",
+        "actor learning rate",
+        domain=Domain(lo=0, why="Megatron's LR scheduler and torch's optimizers raise on a negative rate"),
+    ),
+    _s(
+        "TOTAL_EPOCHS",
+        "int",
+        "epochs",
+        domain=Domain(
+            lo=0,
+            engine_lo=(("megatron", 1),),
+            why="Megatron's LR scheduler asserts lr_decay_steps > 0, and 0 epochs give 0 training steps",
+        ),
+    ),
+    _s(
+        "SAVE_FREQ",
+        "int",
+        "checkpoint every N steps",
+        domain=Domain(lo=1, why="verl saves no checkpoint at all unless SAVE_FREQ > 0"),
+    ),
+    _s("TEST_FREQ", "int", "validate every N steps (<= 0: never, verl's own default is -1)", domain=Domain()),
     _s("VAL_BEFORE_TRAIN", "bool", "validate before the first step"),
     _s("RESUME_MODE", "str", "resume from the latest checkpoint", choices=("auto", "disable")),
-    _s("GEN_MEM_UTIL", "str", "vLLM gpu_memory_utilization"),
+    _s(
+        "GEN_MEM_UTIL",
+        "float",
+        "vLLM gpu_memory_utilization: the share of each die's memory the rollout may take",
+        domain=Domain(lo=0, hi=1, lo_open=True, why="vLLM takes this share of the die's total memory"),
+    ),
     _s("LOGGER", "list", "trackers: console, tensorboard, file, wandb, mlflow, swanlab, clearml, trackio"),
     # workarounds and cluster
-    _s("MM_PROCESSOR_CACHE_GB", "int", "vLLM multimodal processor cache (0 = the vLLM #42995 workaround)"),
+    _s(
+        "MM_PROCESSOR_CACHE_GB",
+        "int",
+        "vLLM multimodal processor cache (0 = the vLLM #42995 workaround)",
+        domain=Domain(lo=0),
+    ),
     _s("FORCE_MM_CACHE", "bool", "allow MM_PROCESSOR_CACHE_GB > 0 on NPU despite vLLM #42995"),
     _s("RAY_ADDRESS", "str", "Ray GCS address given to verl ('auto' = the cluster this node joined)"),
+    # memory plan (docs/memory.md)
+    _s(
+        "DEVICE_MEM_GIB",
+        "float",
+        "memory of one die or GPU in GiB (A3 die: 64); the memory plan refuses layouts above it",
+        domain=Domain(lo=0, lo_open=True),
+    ),
+    _s(
+        "MEMORY_CHECK",
+        "str",
+        "what a layout over the memory estimate gets: refused, or a warning (simulated clusters)",
+        choices=("refuse", "warn"),
+    ),
+    _s(
+        "HOST_MEM_GIB",
+        "float",
+        "RAM of one host in GiB, a site setting; 0 = the host estimate is printed but not checked",
+        domain=Domain(lo=0),
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -155,6 +293,15 @@ def coerce(name: str, raw: Any, source: str) -> Any:
             return int(str(raw).strip())
         except ValueError:
             raise SettingsError(f"{source}: {name}={raw!r} is not an integer; fix: give a whole number") from None
+    if spec.kind == "float":
+        text = str(raw).strip()
+        try:
+            number = float(text)
+        except ValueError:
+            raise SettingsError(f"{source}: {name}={raw!r} is not a number; fix: give a number such as 1e-6") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise SettingsError(f"{source}: {name}={raw!r} is not a finite number; fix: give a number such as 1e-6")
+        return text  # kept as written, so the rendered launch shows the user's spelling
     if spec.kind == "bool":
         if isinstance(raw, bool):
             return raw

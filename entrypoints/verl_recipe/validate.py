@@ -1,22 +1,24 @@
 """Every check that can be made before a device is touched. All problems are reported at once.
 
-Rules: megatron-core 0.16.0 (M*), verl 0.8.0 config and runtime asserts (V*), rollout (R*), from
-../shared/facts/qwen3.5-parallelism-memory.md and verl-0.8.0-on-ray.md section 3. Each problem names the setting
-and value, what is wrong, and a fix.
+Rules: megatron-core 0.16.0 (M*), verl 0.8.0 config and runtime asserts (V*), rollout (R*); docs/rules.md lists
+each id with the upstream file and lines that enforce it. Each problem names the setting and value, what is wrong,
+and a fix.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .memory import ARR, Knobs
 from .models import ModelArch, ModelConfigError, arch_from_config, read_config_json
 from .recipes import Recipe
 from .render import Launch, mm_cache_rule_active
-from .settings import BY_NAME, coerce
+from .settings import BY_NAME, SETTINGS, coerce
 
 SUPPORTED_LOGGERS = (
     "console",
@@ -38,6 +40,11 @@ TRACKER_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
     "clearml": (("CLEARML_API_ACCESS_KEY", "CLEARML_CONFIG_FILE"), "export CLEARML_API_ACCESS_KEY"),
 }
 AGENT_LOOP_WORKERS = 8  # verl's default rollout.agent.num_workers: train_batch_size x n is chunked over them
+# Numeric settings a recipe may leave unset (the memory plan then uses the device's default / skips the host).
+OPTIONAL_NUMBERS = ("DEVICE_MEM_GIB", "HOST_MEM_GIB")
+# Whole-number settings the layout arithmetic does not use: a bad one does not stop the layout checks.
+NOT_IN_LAYOUT = ("SAVE_FREQ", "TOTAL_EPOCHS", "TEST_FREQ", "MM_PROCESSOR_CACHE_GB")
+PARQUET_MAGIC = b"PAR1"  # a Parquet file starts and ends with it (Apache Parquet format specification)
 WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.safetensors.index.json")
 
 
@@ -60,10 +67,11 @@ def _fmt(xs: list[int]) -> str:
 
 
 class Checker:
-    def __init__(self, recipe: Recipe, values: dict[str, Any], model: ModelArch) -> None:
+    def __init__(self, recipe: Recipe, values: dict[str, Any], model: ModelArch, knobs: Knobs | None = None) -> None:
         self.recipe = recipe
         self.v = values
         self.model = model
+        self.knobs = knobs
         self.problems: list[Problem] = []
 
     def add(self, subject: str, what: str, fix: str) -> None:
@@ -74,45 +82,71 @@ class Checker:
 
     # ---- numbers -------------------------------------------------------------------------------------------
     def positive(self) -> bool:
-        names = [
-            "NNODES",
-            "NDEVICES_PER_NODE",
-            "GEN_TP",
-            "GEN_DP",
-            "GEN_EP",
-            "TRAIN_BATCH_SIZE",
-            "PPO_MINI_BATCH_SIZE",
-            "PPO_MICRO_BATCH_SIZE_PER_GPU",
-            "LOG_PROB_MICRO_BATCH_SIZE_PER_GPU",
-            "ROLLOUT_N",
-            "MAX_PROMPT_LENGTH",
-            "MAX_RESPONSE_LENGTH",
-            "TOTAL_EPOCHS",
-            "TEST_FREQ",
-        ]
-        if self.recipe.engine == "megatron":
-            names += ["TP", "PP", "CP", "EP", "ETP", "PPO_MAX_TOKEN_LEN_PER_GPU"]
-        else:
-            names += ["SP_SIZE"]
+        """Every numeric setting against its domain (settings.py, the one place for ranges)."""
         ok = True
-        for n in names:
-            value = self.v.get(n)
-            if not isinstance(value, int) or value < 1:
-                self.add(f"{n}={value}", "must be a whole number >= 1", f"set {n} to a positive integer")
-                ok = False
-        if self.recipe.engine == "megatron" and (not isinstance(self.v.get("VPP"), int) or self.v["VPP"] < 0):
-            self.add(f"VPP={self.v.get('VPP')}", "must be >= 0 (0 = no virtual pipeline)", "set VPP=0 or a divisor")
-            ok = False
-        if self.recipe.engine == "fsdp":
-            fs = self.v.get("FSDP_SIZE")
-            if not isinstance(fs, int) or (fs < 1 and fs != -1):
-                self.add(
-                    f"FSDP_SIZE={fs}",
-                    "must be -1 (whole world) or >= 1",
-                    "set FSDP_SIZE=-1 or a divisor of the world size",
-                )
+        engine = self.recipe.engine
+        for spec in SETTINGS:
+            dom = spec.domain
+            if dom is None or spec.kind not in ("int", "float") or engine not in dom.engines:
+                continue
+            value = self.v.get(spec.name)
+            if value is None and spec.name in OPTIONAL_NUMBERS:
+                continue
+            number: float | None
+            if spec.kind == "int":
+                number = value if isinstance(value, int) and not isinstance(value, bool) else None
+            else:
+                try:
+                    number = float(str(value))
+                except ValueError:
+                    number = None
+            wrong = "is not a number" if number is None else dom.violation(number, engine)
+            if wrong is None:
+                continue
+            why = f" ({dom.why})" if dom.why else ""
+            self.add(
+                f"{spec.name}={value}",
+                f"{wrong} on {engine}{why}",
+                f"set {spec.name} {dom.range_text(engine)}",
+            )
+            if spec.kind == "int" and spec.name not in NOT_IN_LAYOUT:
                 ok = False
         return ok
+
+    def lengths(self) -> None:
+        """Prompt + response must fit the model's positions; a dynamic token budget must hold one sequence."""
+        v, m = self.v, self.model
+        seq = int(v["MAX_PROMPT_LENGTH"]) + int(v["MAX_RESPONSE_LENGTH"])
+        if seq > m.max_position_embeddings:
+            self.add(
+                self.s("MAX_PROMPT_LENGTH", "MAX_RESPONSE_LENGTH"),
+                f"prompt + response = {seq} tokens exceed the checkpoint's max_position_embeddings "
+                f"{m.max_position_embeddings}",
+                f"keep MAX_PROMPT_LENGTH + MAX_RESPONSE_LENGTH <= {m.max_position_embeddings}",
+            )
+        knobs = self.knobs
+        if knobs is None:
+            return
+        split = int(v["CP"] or 1) if self.recipe.engine == "megatron" else int(v["SP_SIZE"] or 1)
+        actor_budget = f"{ARR}.actor.ppo_max_token_len_per_gpu"
+        pairs = (
+            (f"{ARR}.actor.use_dynamic_bsz", actor_budget, "the actor update"),
+            (f"{ARR}.rollout.log_prob_use_dynamic_bsz", f"{ARR}.rollout.log_prob_max_token_len_per_gpu", "log-prob"),
+            (f"{ARR}.ref.log_prob_use_dynamic_bsz", f"{ARR}.ref.log_prob_max_token_len_per_gpu", "reference log-prob"),
+        )
+        for flag, key, what in pairs:
+            if not knobs.flag(flag):
+                continue
+            budget = knobs.num(key, knobs.num(actor_budget, 16384))
+            if budget * split < seq:
+                name = "PPO_MAX_TOKEN_LEN_PER_GPU" if self.recipe.engine == "megatron" else key
+                self.add(
+                    f"{name}={budget:g}",
+                    f"with dynamic batching, {what} packs at most {budget:g} tokens per device"
+                    + (f" (x {split} sequence shards)" if split > 1 else "")
+                    + f", less than one full sequence of {seq} (prompt + response); verl asserts on it",
+                    f"raise it to at least {math.ceil(seq / split)}",
+                )
 
     @property
     def world(self) -> int:
@@ -194,13 +228,16 @@ class Checker:
         if m.num_attention_heads % sp or w % sp:
             self.add(
                 f"SP_SIZE={sp}",
-                f"Ulysses SP must divide the {m.num_attention_heads} attention heads and the world of {w}",
+                f"Ulysses SP must divide the {m.num_attention_heads} attention heads and the world of {w} (V6)",
                 f"use SP_SIZE in {_fmt([d for d in divisors(m.num_attention_heads) if w % d == 0])}",
             )
             return 0
-        if fs != -1 and w % fs:
+        # verl shards over the whole world when fsdp_size is -1 or >= the world (create_device_mesh).
+        if 0 < fs < w and w % fs:
             self.add(
-                f"FSDP_SIZE={fs}", f"does not divide the world of {w} devices", f"use -1 or one of {_fmt(divisors(w))}"
+                f"FSDP_SIZE={fs}",
+                f"does not divide the world of {w} devices (V6)",
+                f"use -1 (or any size >= {w}) or one of {_fmt(divisors(w))}",
             )
         return w // sp
 
@@ -217,7 +254,7 @@ class Checker:
         if tbs < mini:
             self.add(
                 self.s("TRAIN_BATCH_SIZE", "PPO_MINI_BATCH_SIZE"),
-                "the mini batch is larger than the batch (V)",
+                "the mini batch is larger than the batch (V1)",
                 "make PPO_MINI_BATCH_SIZE <= TRAIN_BATCH_SIZE",
             )
         minimal = dp * micro if self.recipe.engine == "megatron" else w
@@ -226,20 +263,20 @@ class Checker:
             self.add(
                 self.s("TRAIN_BATCH_SIZE", "ROLLOUT_N"),
                 f"TRAIN_BATCH_SIZE x ROLLOUT_N = {tbs * n} is not divisible by the {unit} x micro batch = "
-                f"{minimal} (DP={dp} at NNODES={v['NNODES']}); verl 0.8.0 stops after start-up or a rollout",
+                f"{minimal} (DP={dp} at NNODES={v['NNODES']}); verl 0.8.0 stops after start-up or a rollout (V2)",
                 f"make TRAIN_BATCH_SIZE a multiple of {minimal // _gcd(minimal, n)}",
             )
         if (mini * n) % dp:
             self.add(
                 self.s("PPO_MINI_BATCH_SIZE", "ROLLOUT_N"),
                 f"PPO_MINI_BATCH_SIZE x ROLLOUT_N = {mini * n} is not divisible by the data-parallel size {dp}; "
-                "verl fails at the first actor update, after a full rollout",
+                "verl fails at the first actor update, after a full rollout (V3)",
                 f"make PPO_MINI_BATCH_SIZE a multiple of {dp // _gcd(dp, n)}",
             )
         elif ((mini * n) // dp) % micro:
             self.add(
                 self.s("PPO_MINI_BATCH_SIZE", "PPO_MICRO_BATCH_SIZE_PER_GPU"),
-                f"the per-device mini batch {(mini * n) // dp} is not divisible by the micro batch",
+                f"the per-device mini batch {(mini * n) // dp} is not divisible by the micro batch (V4)",
                 "use PPO_MICRO_BATCH_SIZE_PER_GPU=1 or a divisor of it",
             )
         elif self.recipe.engine == "megatron" and v["VPP"] and v["PP"] > 1:
@@ -255,7 +292,7 @@ class Checker:
             self.add(
                 self.s("TRAIN_BATCH_SIZE", "ROLLOUT_N"),
                 f"TRAIN_BATCH_SIZE x ROLLOUT_N = {tbs * n} is not "
-                f"divisible by verl's {AGENT_LOOP_WORKERS} agent-loop workers",
+                f"divisible by verl's {AGENT_LOOP_WORKERS} agent-loop workers (V5)",
                 "make the product a multiple of 8",
             )
 
@@ -273,7 +310,7 @@ class Checker:
         if gtp not in allowed:
             self.add(
                 f"GEN_TP={gtp}",
-                f"vLLM cannot split {m.name}'s heads over {gtp} ranks",
+                f"vLLM cannot split {m.name}'s heads over {gtp} ranks (vLLM qwen3_next)",
                 f"use GEN_TP in {_fmt(allowed)}",
             )
         replica = gtp * gdp
@@ -308,12 +345,6 @@ class Checker:
     # ---- settings that fix upstream defects ---------------------------------------------------------------
     def policy(self, environ: Mapping[str, str], env_overrides: Mapping[str, str]) -> None:
         v = self.v
-        if v["SAVE_FREQ"] is None or v["SAVE_FREQ"] < 1:
-            self.add(
-                f"SAVE_FREQ={v['SAVE_FREQ']}",
-                "verl saves no checkpoint at all unless SAVE_FREQ > 0",
-                "set SAVE_FREQ to a positive step count",
-            )
         for name in ("CKPT_DIR", "LOG_DIR", "MODEL_PATH"):
             value = str(v.get(name) or "")
             if not value.startswith("/"):
@@ -358,9 +389,13 @@ class Checker:
                         f"{fix}, or drop {logger} from LOGGER",
                     )
         mm = v["MM_PROCESSOR_CACHE_GB"]
-        if mm is None or mm < 0:
-            self.add(f"MM_PROCESSOR_CACHE_GB={mm}", "must be >= 0", "set MM_PROCESSOR_CACHE_GB=0")
-        elif mm > 0 and v["DEVICE"] == "npu" and mm_cache_rule_active() and not v["FORCE_MM_CACHE"]:
+        if (
+            isinstance(mm, int)
+            and mm > 0
+            and v["DEVICE"] == "npu"
+            and mm_cache_rule_active()
+            and not v["FORCE_MM_CACHE"]
+        ):
             self.add(
                 f"MM_PROCESSOR_CACHE_GB={mm}",
                 "the pinned vLLM clears its receiver-side multimodal cache on "
@@ -423,6 +458,15 @@ def check_paths(values: dict[str, Any], expected: ModelArch) -> tuple[list[Probl
         for f in values.get(name) or []:
             if f.startswith("/") and not Path(f).is_file():
                 problems.append(Problem(f"{name}={f}", "does not exist", "run make prepare-data, or fix the path"))
+            elif f.startswith("/") and not is_parquet(Path(f)):
+                problems.append(
+                    Problem(
+                        f"{name}={f}",
+                        "is not a Parquet file (no PAR1 magic at its start and end); verl 0.8.0 reads its data "
+                        "with datasets' parquet loader",
+                        "convert the data to Parquet (make prepare-data), or point at the .parquet file",
+                    )
+                )
     for name in ("CKPT_DIR", "LOG_DIR"):
         p = Path(str(values[name]))
         if not p.is_absolute():
@@ -439,6 +483,26 @@ def check_paths(values: dict[str, Any], expected: ModelArch) -> tuple[list[Probl
                 )
             )
     return problems, model
+
+
+def is_parquet(path: Path) -> bool:
+    """Parquet magic at both ends, or the simulated cluster's placeholder (assets.py), which nothing reads."""
+    from .assets import PLACEHOLDER
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(PLACEHOLDER))
+            if head == PLACEHOLDER:
+                return True
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size < len(PARQUET_MAGIC):
+                return False
+            fh.seek(size - len(PARQUET_MAGIC))
+            tail = fh.read()
+    except OSError:
+        return False
+    return head.startswith(PARQUET_MAGIC) and tail == PARQUET_MAGIC
 
 
 def apply_extra(launch: Launch, values: dict[str, Any], key_to_setting: dict[str, str]) -> list[str]:
@@ -476,17 +540,43 @@ def validate(
     if path_checks:
         path_problems, model = check_paths(values, recipe.model)
         problems += path_problems
-    checker = Checker(recipe, values, model)
+    knobs = Knobs.from_launch(launch.overrides, launch.extra, {**launch.env, **env_overrides})
+    checker = Checker(recipe, values, model, knobs)
+    layout_ok = False
     if checker.positive():
         dp = checker.megatron() if recipe.engine == "megatron" else checker.fsdp()
         if dp:
             checker.batches(dp)
         checker.rollout()
+        checker.lengths()
+        layout_ok = not checker.problems
     checker.policy(environ, env_overrides)
     problems = checker.problems + problems
+    if layout_ok:
+        from .memory import estimate, summary
+        from .memory import problems as memory_problems
+
+        est = estimate(recipe.name, recipe.engine, model, values, knobs)
+        found, warnings = memory_problems(est, recipe.name, int(values["NNODES"]))
+        if values.get("MEMORY_CHECK") == "warn":
+            warnings += [
+                f"warning: {Problem(*p)} (MEMORY_CHECK=warn)".replace("warning: error: ", "warning: ") for p in found
+            ]
+        else:
+            problems += [Problem(*p) for p in found]
+        notes += [*warnings, summary(est)]
     if compose:
         from .hydra_check import composition_errors
 
-        _, errors = composition_errors(launch.hydra_args)
+        cfg, errors = composition_errors(launch.hydra_args)
         problems += [Problem("verl config", what, fix) for what, fix in errors]
+        if cfg is not None and not problems:
+            # verl's own start-up checks, only on a launch that passed ours (no line is reported twice)
+            from omegaconf import OmegaConf
+
+            from .verl_check import run_verl_checks
+
+            refused, note = run_verl_checks(OmegaConf.to_yaml(cfg))
+            problems += [Problem("verl config", what, fix) for what, fix in refused]
+            notes.append(note)
     return problems, notes

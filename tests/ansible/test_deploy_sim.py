@@ -17,8 +17,9 @@ from tests.ansible.simcluster import SimCluster, ensure_tarball
 
 pytestmark = pytest.mark.docker
 
-# Per process: engineers and CI may run this module at the same time on one machine.
-NAME = f"ans{os.getpid()}"
+# Per process: engineers and CI may run this module at the same time on one machine (VERL_TEST_SIM_PREFIX
+# gives an engineer's runs their own prefix).
+NAME = f"{os.environ.get('VERL_TEST_SIM_PREFIX', 'ans')}{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,60 @@ def test_faults_on_several_hosts_reported_in_one_run_and_nothing_changed(
     assert sim.state() == before  # no change anywhere
 
 
+def test_real_failure_modes_each_trip_their_row(cluster: tuple[SimCluster, Path, str]) -> None:
+    """The ways A3 hosts really fail, each modelled in the simulated host the way the real tool shows it (docs/
+    deploy.md, troubleshooting): one preflight run reports every one on its host, the healthy host stays healthy,
+    and nothing is changed."""
+    sim, extra, _ = cluster
+    faults = {
+        "a3-02": ["tls-on", "npu-busy:4", "hccn-drift:6", "gateway-wrong:2", "not-rebooted", "os:ubuntu-24.04"],
+        # rotation 0: a3-03's die 4 pings a3-01's die 4
+        "a3-03": ["firewall", "nic-moved", "low-ram", "ping-loss:a3-01:4"],
+    }
+    expected = {
+        "a3-02": {
+            "npu_tls": "TLS switch 1; a3-01, a3-03: 0",
+            "npu_occupancy": "die 4: pid",
+            "hccn_conf": "die 6: address_6=",
+            "npu_gateway": "die 2: gateway 10.255.255.1 outside",
+            "running_versions": "NPU 0-7: driver 25.5.0 runs, 26.0.rc1 installed",
+            "os": "ubuntu 24.04",
+        },
+        "a3-03": {
+            "host_firewall": "new TCP from",
+            "cluster_nic": "is on verlsim0, not eth0",
+            "host_memory": "1.0 GiB (MemTotal)",
+            "npu_ping": "die 4: 100.00% loss to 198.18.4.11 (a3-01 die 4)",
+        },
+    }
+    before = sim.state()
+    try:
+        for host, specs in faults.items():
+            for spec in specs:
+                sim.fault(host, spec)
+        res = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
+        out = res.stdout + res.stderr
+        assert res.returncode != 0
+        assert "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
+        for host, checks in expected.items():
+            for check, found in checks.items():
+                hit = rows(out, host, check)
+                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+        failed = {(h, c) for h, checks in expected.items() for c in checks}
+        got = set(re.findall(r"^\s*(a3-\d\d)\s+\|\s+(\w+)\s+\|", table(out), re.M))
+        assert got == failed, f"only the injected faults may fail: {sorted(got ^ failed)}"
+        assert "healthy hosts: a3-01" in out
+        report = json.loads(
+            (sim.inventory.parent.parent.parent / ".cache" / "reports" / f"preflight-{NAME}.json").read_text()
+        )
+        row = next(r for r in report["failures"] if r["check"] == "npu_occupancy")
+        assert row == {**row, "host": "a3-02", "status": "failed", "ok": False, "dies": [4], "peers": []}
+        assert report["device_queries"]["a3-01"]["count"] == 2 + 8 + 16 * 5 + 16
+    finally:
+        sim.clear()
+    assert sim.state() == before
+
+
 def test_unreachable_host_named_and_others_checked(cluster: tuple[SimCluster, Path, str]) -> None:
     sim, extra, _ = cluster
     try:
@@ -148,6 +203,11 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
         assert (
             e["NODE_DIES"] == "16" and e["VERL_RECIPE_SIMULATED"] == "1" and e["VERL_RECIPE_IMAGE"] == "verl-recipe:sim"
         )
+        # compose's own convention: `.env` (a link to node.env) names the files, so plain `docker compose` works.
+        assert e["COMPOSE_FILE"] == "compose.yaml:compose.sim.yaml" and e["COMPOSE_PATH_SEPARATOR"] == ":"
+        assert sim.ssh(h, "readlink /opt/verl-recipe/.env").strip() == "node.env"
+        services = sim.ssh(h, "cd /opt/verl-recipe && docker compose --profile '*' config --services").split()
+        assert {"ray-head", "ray-worker", "train-397b", "doctor"} <= set(services), services
         assert e["HCCL_SOCKET_IFNAME"] == e["GLOO_SOCKET_IFNAME"] == e["TP_SOCKET_IFNAME"] == e["CLUSTER_NIC"]
         assert e["TRAIN_FILES"].endswith("/train.parquet") and e["CKPT_DIR"] == "/mnt/shared/checkpoints"
         # the same image everywhere, the staging copy gone

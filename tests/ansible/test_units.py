@@ -57,7 +57,7 @@ def test_ping_loss() -> None:
 def test_mountpoints_and_os_release() -> None:
     mi = "36 35 98:0 /mnt1 /mnt/shared rw,noatime master:1 - ext3 /dev/root rw\n22 1 0:1 / / rw - overlay o rw\n"
     assert pre.parse_mountpoints(mi) == {"/mnt/shared", "/"}
-    assert pre.os_release('ID=ubuntu\nVERSION_ID="22.04"\n') == "ubuntu 22.04"
+    assert pre.os_release('ID=ubuntu\nVERSION_ID="22.04"\n') == {"ID": "ubuntu", "VERSION_ID": "22.04"}
 
 
 def _params(tmp: Any, **over: Any) -> dict[str, Any]:
@@ -74,7 +74,9 @@ def _params(tmp: Any, **over: Any) -> dict[str, Any]:
 def test_version_checks(tmp_path: Any) -> None:
     (tmp_path / "driver.info").write_text("Version=26.0.rc1\npackage_version=26.0.rc1\n")
     (tmp_path / "fw.info").write_text("Version=7.7.0.1.231\npackage_version=25.5.0\n")
-    checks = {c["check"]: c for c in pre.version_checks(_params(tmp_path))}
+    rows, installed = pre.version_checks(_params(tmp_path))
+    checks = {c["check"]: c for c in rows}
+    assert installed == {"driver": "26.0.rc1", "firmware": "7.7.0.1.231"}
     assert checks["driver_version"]["ok"] is True
     assert checks["firmware_version"]["ok"] is False
     assert checks["firmware_version"]["found"] == "25.5.0"
@@ -82,16 +84,18 @@ def test_version_checks(tmp_path: Any) -> None:
 
 
 def test_version_file_missing(tmp_path: Any) -> None:
-    checks = {c["check"]: c for c in pre.version_checks(_params(tmp_path))}
+    checks = {c["check"]: c for c in pre.version_checks(_params(tmp_path))[0]}
     assert not checks["driver_version"]["ok"]
     assert "missing" in checks["driver_version"]["found"]
 
 
-def test_ring_peer_follows_rank_order() -> None:
-    nodes = [(2, "c"), (0, "a"), (1, "b")]
-    assert act.ring_peer(nodes, "a") == "b"
-    assert act.ring_peer(nodes, "c") == "a"
-    assert act.ring_peer([(0, "a")], "a") is None
+def test_ping_plan_follows_rank_order() -> None:
+    order = ["a", "b", "c"]
+    ips = {h: [f"10.{d}.0.{i}" for d in range(4)] for i, h in enumerate(order)}
+    plan = act.ping_plan(order, "a", 4, 0, ips)
+    assert [(p["die"], p["peer"], p["peer_die"]) for p in plan] == [(0, "b", 0), (1, "c", 1), (2, "b", 2), (3, "c", 3)]
+    assert plan[1]["address"] == "10.1.0.2" and plan[1]["path"] == "roce"
+    assert act.ping_plan(["a"], "a", 4, 0, ips) == []
 
 
 def test_clock_window_never_blames_a_slow_round_trip() -> None:
@@ -189,3 +193,17 @@ def test_lost_pings_blamed_on_the_faulty_peer() -> None:
     assert s["failed_hosts"] == ["b", "c"]  # a's only lost ping is explained by b's link
     c_row = next(r for r in s["failures"] if r["host"] == "c")
     assert "(a die 0)" in c_row["found"]
+
+
+def test_inter_server_link_setting() -> None:
+    control = {"ansible_version": "2.19.0", "ansible_min": "2.19", "ansible_max": "2.20", "required_files": []}
+    errors = val.check_site({"site_inter_server_link": "infiniband"}, control)
+    assert any("site_inter_server_link='infiniband' must be roce or hccs" in e for e in errors)
+    assert not any("site_inter_server_link" in e for e in val.check_site({}, control))  # optional, roce
+    hosts = _hosts(2)
+    hosts["h0"]["a3_vnic_ips"] = [f"192.169.{d}.1" for d in range(16)]
+    errors = val.check_vnic(list(hosts), hosts, 16)
+    assert errors == [
+        "inventory: h1: a3_vnic_ips=<unset> must list 16 vNIC addresses when site_inter_server_link is hccs "
+        "(fix: `hccn_tool -i <die> -vnic -g` on that host)"
+    ]

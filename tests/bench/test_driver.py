@@ -27,7 +27,9 @@ def test_quick_cli_section_writes_its_own_results_files(tmp_path: Path) -> None:
     assert run_id.startswith("quick-") and meta["status"] == "complete"
     assert meta["sections"] == ["cli"] and meta["machine"]["nproc"] >= 1
     names = sorted(f["name"] for f in data["figures"])
-    assert len(names) == 2 and names[0].startswith("render --json") and names[1].startswith("validate")
+    assert len(names) == 3, names
+    assert names[0].startswith("plan qwen3.5-397b --nodes 16") and names[1].startswith("render --json")
+    assert names[2].startswith("validate")
     for f in data["figures"]:
         assert f["run"] == run_id and f["value"] is not None and f["value"] > 0
     (runs,) = [f["detail"]["runs_s"] for f in data["figures"] if f["detail"]]

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from verl_recipe.hydra_check import compose_launch, hydra_available, select, verl_config_dir
 from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
 
-FACTS = Path(__file__).resolve().parents[3] / "shared" / "facts" / "upstream-launches.md"
+# Upstream's launch arguments, carried in the repository with their source (repository, commit, script).
+UPSTREAM = Path(__file__).with_name("upstream_launches.yaml")
 
 
 def test_verl_config_is_the_pinned_release() -> None:
@@ -103,9 +105,11 @@ def test_mistyped_key_fails_composition_with_a_clear_message() -> None:
     assert fix == "did you mean 'actor_rollout_ref.rollout.tensor_model_parallel_size'?"
 
 
-def upstream_overrides(section: str) -> list[str]:
-    text = FACTS.read_text()
-    block = text.split(f"## {section}", 1)[1].split("```", 2)[1]
+def upstream_overrides(recipe: str) -> list[str]:
+    doc = yaml.safe_load(UPSTREAM.read_text())
+    assert doc["source"]["repository"] == "verl-project/verl" and doc["source"]["commit"], "provenance is recorded"
+    launch = doc["launches"][recipe]
+    assert launch["script"].endswith(".sh")
     placeholders = {
         "<MODEL_PATH>": "/m",
         "<TRAIN_FILES>": "/t.parquet",
@@ -115,10 +119,10 @@ def upstream_overrides(section: str) -> list[str]:
         "<EXPERIMENT>": "e",
     }
     out = []
-    for line in block.strip().splitlines():
+    for line in launch["args"]:
         for k, val in placeholders.items():
             line = line.replace(k, val)
-        # The facts record the shell text of the scripts: unquote it as the shell does.
+        # The file records the shell text of the scripts: unquote it as the shell does.
         out.append(shlex.split(line)[0])
     return out
 
@@ -136,19 +140,9 @@ DELIBERATE = {
 }
 
 
-@pytest.mark.parametrize(
-    ("recipe", "section"),
-    [
-        ("qwen3.5-397b", "qwen3.5-397b"),
-        ("qwen3.5-122b", "qwen3.5-122b"),
-        ("qwen3.5-35b", "qwen3.5-35b megatron"),
-        ("qwen3.5-35b-fsdp", "qwen3.5-35b fsdp"),
-    ],
-)
-def test_npu_launch_matches_upstream_except_documented_fixes(recipe: str, section: str) -> None:
-    if not FACTS.is_file():
-        pytest.fail(f"{FACTS} is needed for this comparison (shared/ sits beside the checkout in CI)")
-    upstream_args = upstream_overrides(section)
+@pytest.mark.parametrize("recipe", ["qwen3.5-397b", "qwen3.5-122b", "qwen3.5-35b", "qwen3.5-35b-fsdp"])
+def test_npu_launch_matches_upstream_except_documented_fixes(recipe: str) -> None:
+    upstream_args = upstream_overrides(recipe)
     up_cfg, error = compose_launch(upstream_args)
     assert error is None, error
     ours = compose(recipe, [])

@@ -15,7 +15,14 @@ import pytest
 from tests.sim.helpers import Cluster, running_cluster
 
 REPO = Path(__file__).resolve().parents[2]
-COMPOSE = "docker compose --project-name verl-recipe --env-file node.env -f compose.yaml -f compose.sim.yaml"
+# Typed exactly as a user types it in the install folder: deploy.yml's .env names the project, the compose files
+# (compose.sim.yaml included on the simulated cluster) and every variable compose.yaml needs.
+COMPOSE = "docker compose"
+# README "Runs without --rm": the stopped containers `docker compose run` leaves, removed without touching Ray.
+PRUNE_RUNS = (
+    "docker container prune -f --filter label=com.docker.compose.project=verl-recipe "
+    "--filter label=com.docker.compose.oneoff=True"
+)
 
 
 def scale(recipe: str, nodes: int) -> str:
@@ -53,8 +60,14 @@ def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 @pytest.mark.docker
 def test_compose_run_rehearsal_on_three_hosts(deployed: Cluster) -> None:
-    p = on_host(deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse {scale('qwen3.5-397b', 3)}")
+    p = on_host(deployed, "a3-01", f"docker compose run train-397b --rehearse {scale('qwen3.5-397b', 3)}")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    listing = "docker compose ps -a --format '{{.Service}} {{.State}}'"
+    left = on_host(deployed, "a3-01", listing)
+    assert "train-397b exited" in left.stdout, "a run without --rm is listed by `docker compose ps -a`"
+    pruned = on_host(deployed, "a3-01", f"{PRUNE_RUNS} && {listing}")
+    assert pruned.returncode == 0, pruned.stderr
+    assert "train-397b" not in pruned.stdout and "ray-head running" in pruned.stdout, pruned.stdout
     rows = {line.split()[0]: line.split() for line in p.stdout.splitlines() if line.startswith("a3-")}
     assert set(rows) == {"a3-01", "a3-02", "a3-03"}
     for host, cols in rows.items():
@@ -64,6 +77,29 @@ def test_compose_run_rehearsal_on_three_hosts(deployed: Cluster) -> None:
     assert "gloo all-reduce" in p.stdout
     report = on_host(deployed, "a3-02", "cat /mnt/shared/runs/verl_grpo_qwen3_5/qwen3.5-397b/rehearsals/3-nodes.json")
     assert report.returncode == 0 and '"nnodes": 3' in report.stdout, "the report is on shared storage"
+
+
+@pytest.mark.docker
+def test_real_launch_from_the_control_node_ends_where_the_simulation_ends(deployed: Cluster) -> None:
+    p = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "train", "RECIPE=qwen3.5-397b",
+         f"INVENTORY={deployed.inventory}", f"ARGS={scale('qwen3.5-397b', 3)}"],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert p.returncode != 0, "make reports the run's non-zero exit"
+    assert "cluster: 3/3 nodes ready" in p.stdout + p.stderr, "the head's output streams to the control node"
+    assert "simulated cluster: launch validated and rendered, verl not started" in p.stderr
+    assert "exit 4" in p.stderr and "Traceback" not in p.stdout + p.stderr
+    direct = on_host(deployed, "a3-01", f"docker compose run --rm train-397b {scale('qwen3.5-397b', 3)}")
+    assert direct.returncode == 4, direct.stdout[-2000:] + direct.stderr[-2000:]
+
+
+@pytest.mark.docker
+def test_unprepared_host_names_what_is_missing_and_the_fix(deployed: Cluster) -> None:
+    p = on_host(deployed, "a3-03", "mv .env .env.aside && docker compose -f compose.yaml run --rm train-397b; "
+                "rc=$?; mv .env.aside .env; exit $rc")  # fmt: skip
+    assert p.returncode != 0
+    assert "VERL_RECIPE_IMAGE" in p.stderr and "deploy.yml" in p.stderr, p.stderr
 
 
 @pytest.mark.docker

@@ -92,8 +92,9 @@ def test_npu_build_uses_every_git_source_and_nothing_else() -> None:
     # Source builds never resolve anything: no index, no isolation, no deps.
     assert "PIP_NO_INDEX=1" in text and "--no-build-isolation" in text and "--no-deps" in text
     assert "--require-hashes" in text
-    assert "COMPILE_CUSTOM_KERNELS=1" in text and 'SOC_VERSION="${SOC_VERSION}"' in text
-    assert "pip check" in text
+    # Custom kernels on for every real build (REHEARSAL is empty; tests/image/test_npu_build_env.py checks the switch).
+    assert 'COMPILE_CUSTOM_KERNELS="${kernels}"' in text and 'SOC_VERSION="${SOC_VERSION}"' in text
+    assert "pip_check.py /build/check/accepted-conflicts.toml" in text
     assert "--remote" not in text and "git clone" not in text and "--trusted-host" not in text
 
 

@@ -67,7 +67,7 @@ def test_hadolint_config_fails_on_warnings() -> None:
 
 
 @pytest.mark.parametrize(
-    "lock", [LOCK / "npu-aarch64.lock", SIM / "requirements.lock", SIM / "requirements-pypi.lock", SIM / "verl.lock"]
+    "lock", [LOCK / "npu.lock", SIM / "requirements.lock", SIM / "requirements-pypi.lock", SIM / "verl.lock"]
 )
 def test_every_locked_package_is_exact_and_hashed(lock: Path) -> None:
     found = entries(lock)
@@ -79,27 +79,27 @@ def test_every_locked_package_is_exact_and_hashed(lock: Path) -> None:
 
 def test_npu_lock_holds_the_manifest_pins_and_no_git_built_package() -> None:
     pk = manifest()["python_packages"]
-    found = entries(LOCK / "npu-aarch64.lock")
+    found = entries(LOCK / "npu.lock")
     for key, dist in NPU_PINNED.items():
         assert found[dist][0].split("==")[1] == str(pk[key]), dist
     assert not GIT_BUILT & set(found)
     # Every package the upstream image installed unpinned is now exact.
     for unpinned in ("mbridge", "wandb", "datasets", "peft", "nvidia-modelopt", "qwen-vl-utils", "viztracer"):
         assert unpinned in found, unpinned
-    header = (LOCK / "npu-aarch64.lock").read_text().splitlines()[:2]
+    header = (LOCK / "npu.lock").read_text().splitlines()[:2]
     assert header[1].strip() == "#    make lock-npu"
 
 
 def test_ascend_index_packages_are_locked_or_recorded_as_unresolved() -> None:
     triton = f"triton-ascend=={manifest()['python_packages']['triton_ascend']}"
-    ascend_lock = LOCK / "npu-ascend-aarch64.lock"
+    ascend_lock = LOCK / "npu-ascend.lock"
     if ascend_lock.exists():
         assert entries(ascend_lock)["triton-ascend"][1]
     else:
         text = (LOCK / "unresolved.txt").read_text()
         assert triton in text.splitlines() and "ASCEND_INDEX_URL" in text
         # The NPU build refuses to go on without the hashed Ascend lock.
-        assert "npu-ascend-aarch64.lock is missing" in (ROOT / "docker" / "npu" / "Dockerfile").read_text()
+        assert "npu-ascend.lock is missing" in (ROOT / "docker" / "npu" / "Dockerfile").read_text()
 
 
 def test_sim_lock_holds_the_manifest_pins() -> None:

@@ -1,4 +1,4 @@
-"""The manifest holds exactly the pins of the facts, and every Dockerfile and lock input takes its versions from it."""
+"""The manifest holds exactly upstream's pins, and every Dockerfile and lock input takes its versions from it."""
 
 from __future__ import annotations
 
@@ -17,9 +17,13 @@ DOCKERFILES = sorted(ROOT.glob("docker/*/Dockerfile"))
 # The Dockerfiles whose every ARG imagetool renders (the images of mk/image.mk).
 IMAGE_DOCKERFILES = [ROOT / "docker" / d / "Dockerfile" for d in ("sim-runtime", "npu", "recipe")]
 
-# Transcribed from ../shared/facts/pins-and-upstream-defects.md (pins table) and ascend-a3-hosts.md section 4,
-# independently of docker/versions.yaml: this is the check that the manifest says what the facts say.
-FACT_PINS = {
+# Written down from the upstream sources, independently of docker/versions.yaml, so that this test checks the
+# manifest against upstream: the CANN base tag and SOC name from Ascend/cann-container-image and vllm-ascend's
+# build docs; the HDK floor from Ascend's CANN 9.0.0 / HDK compatibility table; torch, torchvision and torch_npu
+# from vllm-ascend v0.18.0 `requirements.txt` (torch_npu's .post2 from Ascend's own verl 0.8.0 image tag);
+# triton-ascend, TransferQueue and flash-linear-attention from verl release/v0.8.0 `requirements-npu.txt` and its
+# Ascend Dockerfile; each commit is the one its tag or branch named below pointed at when pinned.
+UPSTREAM_PINS = {
     ("base", "cann", "version"): "9.0.0",
     ("base", "cann", "image"): "swr.cn-south-1.myhuaweicloud.com/ascendhub/cann",
     ("base", "cann", "tag"): "9.0.0-a3-ubuntu22.04-py3.11",
@@ -49,7 +53,7 @@ FACT_PINS = {
     ("git_sources", "megatron_bridge", "commit"): "de93536e9028ecf1e4dc28608dc80f336dcdfe59",
     ("git_sources", "transformers", "commit"): "cc7ab9be508ce6ed3637bba9e50367b29b742dc6",
 }
-FACT_GIT_SOURCES = {"verl", "vllm", "vllm_ascend", "megatron_lm", "mindspeed", "megatron_bridge", "transformers"}
+UPSTREAM_GIT_SOURCES = {"verl", "vllm", "vllm_ascend", "megatron_lm", "mindspeed", "megatron_bridge", "transformers"}
 
 VERSIONISH = re.compile(r"(?<![\w.$-])v?\d+\.\d+(?:\.\d+)*(?:[.-]?(?:rc|post|dev|a|b)\d+)?(?![\w.])", re.IGNORECASE)
 COMMITISH = re.compile(r"\b[0-9a-f]{40}\b")
@@ -81,14 +85,14 @@ def build_args(target: str, *extra: str) -> dict[str, str]:
     return args
 
 
-@pytest.mark.parametrize("path", sorted(FACT_PINS), ids=lambda p: ".".join(p))
-def test_manifest_pin_matches_facts(path: tuple[str, ...]) -> None:
-    assert str(dig(manifest(), path)) == FACT_PINS[path]
+@pytest.mark.parametrize("path", sorted(UPSTREAM_PINS), ids=lambda p: ".".join(p))
+def test_manifest_pin_matches_upstream(path: tuple[str, ...]) -> None:
+    assert str(dig(manifest(), path)) == UPSTREAM_PINS[path]
 
 
-def test_manifest_git_sources_are_exactly_the_facts() -> None:
+def test_manifest_git_sources_are_exactly_upstreams() -> None:
     sources = manifest()["git_sources"]
-    assert set(sources) == FACT_GIT_SOURCES
+    assert set(sources) == UPSTREAM_GIT_SOURCES
     for name, src in sources.items():
         # Every source is pinned by commit, except vLLM whose tag commit `make sources` resolves and records.
         if name != "vllm" or src["commit"]:

@@ -64,9 +64,16 @@ def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True, check=False)
 
 
+def stopped_containers() -> set[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", "status=exited", "--filter", "status=created"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return set(out.stdout.split())
+
+
 def build_sources_stage(ctx: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["docker", "build", "--network", "none", "--target", "sources", "-t", TAG, "-f",
+        # --force-rm: the classic builder otherwise keeps the failed step's container (the tampered-tarball test).
+        ["docker", "build", "--force-rm", "--network", "none", "--target", "sources", "-t", TAG, "-f",
          str(ROOT / "docker" / "npu" / "Dockerfile"), "--build-arg", "CANN_IMAGE=verl-recipe-base:bookworm", str(ctx)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -90,8 +97,10 @@ def test_sources_stage_refuses_a_tampered_tarball(context: Path) -> None:
     original = tar.read_bytes()
     try:
         tar.write_bytes(original + b"\0" * 512)
+        before = stopped_containers()
         out = build_sources_stage(context)
         assert out.returncode != 0
         assert "FAILED" in out.stdout + out.stderr
+        assert stopped_containers() == before, "the failed build left its intermediate container behind"
     finally:
         tar.write_bytes(original)

@@ -204,7 +204,17 @@ def test_context_assembles_the_npu_build_context(tmp_path: Path, mirror: dict[st
                        "--out", str(out), "--ca-bundle", str(ca), "--lock-dir", lock_dir])  # fmt: skip
     assert rc == 0
     assert (out / "ca.crt").read_text() == ca.read_text()
-    assert (out / "lock" / "npu-aarch64.lock").is_file()
+    assert (out / "lock" / "npu.lock").is_file()
+    assert (out / "lock" / "accepted-conflicts.toml").is_file() and (out / "lock" / "sdist-only.txt").is_file()
+    assert {"build-env.sh", "cann-env.sh", "pip_check.py", "import_smoke.py", "lock-select.awk"} <= {
+        f.name for f in (out / "npu").iterdir()
+    }
+    # Every file the NPU Dockerfile COPYs from its context is in the context (a missing one fails the build late).
+    dockerfile = (ROOT / "docker" / "npu" / "Dockerfile").read_text()
+    for line in dockerfile.splitlines():
+        if line.startswith("COPY ") and "--from=" not in line:
+            for pattern in line.split()[1:-1]:
+                assert list(out.glob(pattern.rstrip("/"))), f"{pattern} is not in the NPU build context"
     assert (out / "sources" / "SHA256SUMS").read_text() == (dest / "SHA256SUMS").read_text()
     names = io.StringIO((out / "sources" / "sources.json").read_text()).read()
     assert "app-" in names

@@ -31,8 +31,9 @@ PROBE = r"""
 import concurrent.futures, json, os, subprocess, sys, time
 peers = json.loads(sys.argv[1])
 pool = concurrent.futures.ThreadPoolExecutor(4)  # tool calls in parallel: the probe's time is Python start-ups
+npu_pool = concurrent.futures.ThreadPoolExecutor(1)  # npu-smi and hccn_tool refuse concurrent calls, as real ones
 def sh(*cmd):
-    return pool.submit(run, *cmd)
+    return (npu_pool if cmd[0] in ("npu-smi", "hccn_tool") else pool).submit(run, *cmd)
 def run(*cmd):
     try:
         p = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
@@ -95,7 +96,8 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running_cluster(f"vrsimt{os.getpid()}", 3, tmp_path_factory.mktemp("inventory")) as c:
+    name = f"{os.environ.get('SIM_TEST_PREFIX', 'vrsimt')}{os.getpid()}"  # SIM_TEST_PREFIX: one's own prefix
+    with running_cluster(name, 3, tmp_path_factory.mktemp("inventory")) as c:
         yield c
 
 
@@ -196,6 +198,7 @@ def test_fault_changes_exactly_its_surface(cluster: Cluster, baseline: dict[str,
         (["fault", TARGET, "melt:1"], "unknown fault 'melt:1'"),
         (["fault", "a3-09", "link-down:1"], "HOST=a3-09 is not a host of"),
         (["fault", TARGET, "link-down:99"], "die must be a number 0-15"),
+        (["fault", TARGET, "down,link-down:1"], "FAULT=down cannot be combined with other faults"),
         (["up", "--nodes", "3"], "already exists"),
     ],
 )
@@ -214,3 +217,35 @@ def test_bad_node_count_creates_nothing(tmp_path: Path) -> None:
     )
     assert p.returncode == 1 and "NODES=17 is out of range" in p.stderr
     assert leftovers(name) == [] and not (tmp_path / "inv").exists()
+
+
+def test_power_loss_kills_the_engines_containers_and_reboot_restarts_by_policy(cluster: Cluster) -> None:
+    """`down` is a power loss: the containers of the host's own engine die too (a pause froze only the host's own
+    processes), nothing answers at its address; `clear` boots it and the engine restarts by restart policy."""
+    from verl_recipe.nodewatch import knock
+
+    cname = f"{cluster.name}-{TARGET}"
+    image = "verl-recipe-base:bookworm"  # the smallest image at hand; loaded into a3-03's own engine
+    save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+    load = subprocess.run(["docker", "exec", "-i", cname, "docker", "load"], stdin=save.stdout, capture_output=True)
+    assert save.wait() == 0 and load.returncode == 0, load.stderr
+    marker = 400000 + os.getpid() % 100000  # `sleep <marker>` names the inner containers' processes on this machine
+    runs = {"kept": "unless-stopped", "stopped": "unless-stopped", "none": "no"}
+    try:
+        for name, policy in runs.items():
+            args = ["run", "-d", "--name", name, "--restart", policy, image, "sleep", str(marker)]
+            p = cluster.ssh(TARGET, "docker", *args)
+            assert p.returncode == 0, p.stderr
+        assert cluster.ssh(TARGET, "docker", "stop", "-t", "1", "stopped").returncode == 0
+        pgrep = ["pgrep", "-f", f"^sleep {marker}$"]
+        assert len(subprocess.run(pgrep, capture_output=True, text=True).stdout.split()) == 2, "visible from here"
+        cluster.simctl("fault", TARGET, "down")
+        assert subprocess.run(pgrep, capture_output=True, text=True).stdout == "", "an inner container survived"
+        assert knock(cluster.ip(TARGET), 22, timeout=5) == "silent", "a host without power does not even refuse"
+        assert "exited" in cluster.simctl("status").stdout
+        cluster.simctl("fault", TARGET, "clear")
+        p = cluster.ssh(TARGET, "docker", "ps", "--format", "{{.Names}}")
+        assert p.returncode == 0 and p.stdout.split() == ["kept"], p.stdout + p.stderr
+        assert len(subprocess.run(pgrep, capture_output=True, text=True).stdout.split()) == 1
+    finally:
+        cluster.ssh(TARGET, "sh", "-c", f"docker rm -f {' '.join(runs)}; docker rmi {image}")

@@ -28,7 +28,7 @@ def host(tmp_path: Path) -> HostState:
 
 
 def test_npu_smi_info_is_the_verbatim_a3_sample(tmp_path: Path) -> None:
-    # facts 2.1: npu-smi 24.1.rc3.7 on an A3 node; with that driver version the stand-in prints the same bytes.
+    # a3-tools T1: npu-smi 24.1.rc3.7 on an A3 node; with that driver version the stand-in prints the same bytes.
     h = HostState(tmp_path, cluster(hdk_min="24.1.rc3.7"), "a3-01")
     assert h.out("npu-smi", "info") == (FIXTURES / "npu-smi-info-a3.txt").read_text()
 
@@ -161,7 +161,7 @@ def test_hccn_conf(host: HostState) -> None:
     text = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", []))
     keys = dict(line.split("=", 1) for line in text.splitlines())
     assert [keys[f"address_{d}"] for d in range(16)] == host.cluster["hosts"][0]["npu_ips"]
-    # the two dies of a module hold static ARP entries for each other (facts 2.10)
+    # the two dies of a module hold static ARP entries for each other (a3-tools T10)
     assert keys["arp_0"].startswith("-i eth0 -s 198.18.1.11 ") and keys["arp_1"].startswith("-i eth1 -s 198.18.0.11 ")
     missing = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", [simhost.Fault("ip-missing", "2")]))
     assert "address_2=" not in missing and "netmask_2=" not in missing and "address_3=" in missing
@@ -294,3 +294,74 @@ def test_tools_outside_a_simulated_host_fail_clearly(tmp_path: Path) -> None:
         check=False,
     )
     assert p.returncode == 1 and "not a simulated host" in p.stderr and p.stderr.count("\n") == 1
+
+
+# ---- the failure modes the preflight must see: each changes what the real tool would show, nothing else ----
+
+
+def test_busy_die_shows_in_the_process_table(host: HostState) -> None:
+    before = host.out("npu-smi", "info").splitlines()
+    host.set_faults("npu-busy:9")
+    after = host.out("npu-smi", "info").splitlines()
+    row = "| 4       1                 | 950109        | pt_main_thread           | 49207                   |"
+    assert row in after and len(row) == 98
+    assert "| No running processes found in NPU 4" not in "\n".join(after)
+    assert len(after) == len(before) and {len(line) for line in after} == {98}
+
+
+def test_tls_gateway_and_drift_faults(host: HostState) -> None:
+    host.set_faults("tls-on", "gateway-wrong:4", "hccn-drift:5")
+    assert host.out("hccn_tool", "-i", "3", "-tls", "-g").startswith("dev_id:3, tls switch[1](0:disable, 1:enable)")
+    assert host.out("hccn_tool", "-i", "4", "-gateway", "-g") == "default gateway:10.255.255.1, Iface:eth4\n"
+    assert host.out("hccn_tool", "-i", "3", "-gateway", "-g") == "default gateway:198.18.0.1, Iface:eth3\n"
+    # the device keeps its address; only the file names an old one
+    assert host.out("hccn_tool", "-i", "5", "-ip", "-g") == "ipaddr:198.18.5.11\nnetmask:255.255.0.0\n"
+    faults = [simhost.parse_fault(f) for f in ("tls-on", "gateway-wrong:4", "hccn-drift:5")]
+    text = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", faults))
+    conf = dict(line.split("=", 1) for line in text.splitlines())
+    assert conf["address_5"] == "198.18.5.112" and conf["address_4"] == "198.18.4.11"
+    assert conf["tls_enable_0"] == "1" and conf["gateway_4"] == "10.255.255.1"
+
+
+def test_upgrade_without_reboot_keeps_the_old_versions_running(host: HostState) -> None:
+    host.set_faults("not-rebooted")
+    board = host.out("npu-smi", "info", "-t", "board", "-i", "2")
+    assert "\tSoftware Version               : 25.5.0" in board.splitlines()
+    assert "\tFirmware Version               : 7.7.0.5.220" in board.splitlines()
+    # the packages on disk are the new ones
+    h = simhost.Host(host.cluster, "a3-01", [simhost.Fault("not-rebooted")])
+    assert "Version=26.0.rc1\n" in simhost.driver_version_info(h)
+
+
+def test_concurrent_npu_smi_is_refused(host: HostState) -> None:
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        outs = list(pool.map(lambda _: host.tool("npu-smi", "info", "-m", VERL_SIM_TOOL_HOLD_S="0.5"), range(6)))
+    refused = [o for o in outs if o.returncode != 0]
+    assert refused and any(o.returncode == 0 for o in outs)
+    assert all(o.stdout == "" and o.stderr.count("\n") == 1 and "ret -8020" in o.stderr for o in refused)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("ping-loss:a3-02:16", "die must be a number 0-15"),
+        ("os:windows", "pick one of"),
+        ("low-ram:0", "GiB"),
+        ("npu-busy", "die must be a number 0-15"),
+        ("tls-on:1", "takes no value"),
+    ],
+)
+def test_bad_new_faults_are_refused(host: HostState, spec: str, message: str) -> None:
+    with pytest.raises(simhost.SimError, match=message):
+        simhost.parse_fault(spec, host.cluster, "a3-01")
+
+
+def test_ping_loss_to_one_peer_die(npu_net: tuple[HostState, HostState, dict[str, str]]) -> None:
+    a, _, extra = npu_net
+    a.set_faults("ping-loss:a3-02:9")
+    lost = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", "198.18.9.12", **extra)
+    assert lost.returncode == 1 and "0 received, 100.00% packet loss" in lost.stdout
+    ok = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", "198.18.8.12", **extra)
+    assert "3 received" in ok.stdout

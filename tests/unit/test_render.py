@@ -23,7 +23,7 @@ def test_render_json_is_byte_stable(capsys: pytest.CaptureFixture[str], recipe: 
     second = run(capsys, "render", recipe, "--json")
     assert first.rc == 0 and second.rc == 0
     assert first.out == second.out
-    assert set(first.doc) == {"recipe", "env", "argv"}
+    assert set(first.doc) == {"recipe", "env", "argv", "memory"}
     assert first.doc["argv"][:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     keys = [a.split("=", 1)[0].lstrip("+") for a in first.doc["argv"][3:]]
     assert len(keys) == len(set(keys)), "each Hydra key must be rendered once"

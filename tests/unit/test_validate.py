@@ -29,7 +29,7 @@ BAD_LAYOUTS = [
     ("qwen3.5-35b-fsdp", ["--set", "NNODES=16"], "TRAIN_BATCH_SIZE=64 ROLLOUT_N=5"),
     ("qwen3.5-35b", ["--set", "TRAIN_BATCH_SIZE=16"], "TRAIN_BATCH_SIZE=16 PPO_MINI_BATCH_SIZE=32"),
     ("qwen3.5-35b", ["--set", "ROLLOUT_N=0"], "ROLLOUT_N=0"),
-    ("qwen3.5-35b-fsdp", ["--set", "FSDP_SIZE=48"], "FSDP_SIZE=48"),
+    ("qwen3.5-35b-fsdp", ["--set", "FSDP_SIZE=6"], "FSDP_SIZE=6: does not divide the world of 16"),
     ("qwen3.5-35b-fsdp", ["--set", "SP_SIZE=3"], "SP_SIZE=3"),
     ("qwen3.5-122b", ["--set", "PP=5"], "PP=5: qwen3.5-122b-a10b has 48 layers"),
     ("qwen3.5-397b", ["--", "trainer.nnodes=15"], "does not divide the world of 240"),

@@ -7,8 +7,9 @@ Everything is read from a state directory on each call (VERL_SIM_DIR, default /e
   host          this host's name (a3-01, ...)
   faults.json   {"faults": [...]}: the faults switched on at run time (`simhost.py fault add|clear`)
 Files the tools read from the host (ascend_install.info) are looked up under VERL_SIM_ROOT (default /), so the tools
-also run outside a container (unit tests). Output formats follow ../shared/facts/ascend-a3-hosts.md section 2; values
-that the facts mark SYNTHETIC (serials, firmware numbers, error codes) are made up and say so in the docs.
+also run outside a container (unit tests). Output formats follow docs/a3-tools.md (its T<n> sections are cited
+below); values that no source gives, marked SYNTHETIC (serials, firmware numbers, error codes), are made up and the
+docs say so.
 Standard library only: the simulated host's python3 has nothing else.
 """
 
@@ -45,18 +46,18 @@ DISABLED_DIR = f"{LIB_DIR}/disabled"  # docker binaries are moved here while `no
 DOCKER_BINARIES = ("/usr/bin/docker", "/usr/sbin/dockerd")
 LOW_DISK_DEFAULT_MIB = 512
 
-# Per-die values of the verbatim A3 sample (facts 2.1): Bus-Id, power (die 0 only), temperature, HBM used.
+# Per-die values of the verbatim A3 sample (a3-tools T1): Bus-Id, power (die 0 only), temperature, HBM used.
 BUS_IDS = ["9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83"]
 POWER = ["178.7", "186.4", "177.2", "178.5", "180.6", "189.2", "183.7", "186.1"]
 TEMPS = [37, 36, 36, 36, 37, 37, 36, 37, 37, 37, 36, 36, 39, 37, 37, 38]
 HBM_USED = [3419, 3196, 3413, 3189, 3412, 3190, 3411, 3187, 3403, 3200, 3398, 3202, 3400, 3203, 3418, 3187]
 HBM_TOTAL = 65536
 
-# Device nodes: /dev/davinciN 234:N, davinci_manager 235:0, devmm_svm 511:0 (facts 2.11); hisi_hdc's numbers
+# Device nodes: /dev/davinciN 234:N, davinci_manager 235:0, devmm_svm 511:0 (a3-tools T11); hisi_hdc's numbers
 # were not recorded, 236:0 is made up.
 CONTROL_NODES = {"davinci_manager": (235, 0), "devmm_svm": (511, 0), "hisi_hdc": (236, 0)}
 
-HEALTH_ERRORS = {  # SYNTHETIC error codes and texts (facts 2.5 give the field names, not these values)
+HEALTH_ERRORS = {  # SYNTHETIC error codes and texts (a3-tools T5 give the field names, not these values)
     "Warning": ("0x80E18402", "HBM single-bit ECC count over threshold (simulated)"),
     "Alarm": ("0x80CB8009", "AI core overheating, frequency reduced (simulated)"),
     "Critical": ("0x80E01801", "chip not responding (simulated)"),
@@ -116,16 +117,43 @@ def read_fault_specs() -> list[str]:
 # --------------------------------------------------------------------------------------------------------------
 # faults
 
-DIE_FAULTS = {"health-warning", "health-alarm", "health-critical", "link-down", "ip-missing", "net-health"}
-FLAG_FAULTS = {"no-docker", "no-shared"}
+DIE_FAULTS = {
+    "health-warning",
+    "health-alarm",
+    "health-critical",
+    "link-down",
+    "ip-missing",
+    "net-health",
+    # a process of another job holds the die (npu-smi's process table lists it)
+    "npu-busy",
+    # /etc/hccn.conf names an old address for the die; the device keeps the one it was given
+    "hccn-drift",
+    # the die's gateway (hccn.conf and device) lies outside its own subnet
+    "gateway-wrong",
+}
+# tls-on: the TLS switch of every die is 1 (the other hosts keep 0); not-rebooted: the HDK packages on disk are
+# new, the running driver and firmware the old ones; nic-moved: the cluster address is not on the named NIC;
+# firewall: the host drops new TCP connections from the other cluster hosts except SSH and a fixed port list.
+FLAG_FAULTS = {"no-docker", "no-shared", "tls-on", "not-rebooted", "nic-moved", "firewall"}
 # Faults that hold one value per host: switching one on again replaces the value.
-SINGLE_FAULTS = {"dies", "driver-old", "firmware-old", "clock-skew", "low-disk", "arch"}
+SINGLE_FAULTS = {"dies", "driver-old", "firmware-old", "clock-skew", "low-disk", "arch", "os", "low-ram"}
 FAULT_HELP = (
     "dev-missing:<die|davinci_manager|devmm_svm|hisi_hdc>, dies:<1-15>, health-warning:<die>, health-alarm:<die>, "
-    "health-critical:<die>, link-down:<die>, ip-missing:<die>, net-health:<die>, ping-loss:<host>, "
-    "driver-old[:<version>], firmware-old[:<version>], no-docker, no-shared, clock-skew:<seconds>, "
-    "low-disk[:<MiB free>], arch:<machine>, down, down:ssh, clear"
+    "health-critical:<die>, link-down:<die>, ip-missing:<die>, net-health:<die>, npu-busy:<die>, "
+    "hccn-drift:<die>, gateway-wrong:<die>, ping-loss:<host>[:<die>], tls-on, not-rebooted, nic-moved, firewall, "
+    "os:<release>, low-ram[:<GiB>], driver-old[:<version>], firmware-old[:<version>], no-docker, no-shared, "
+    "clock-skew:<seconds>, low-disk[:<MiB free>], arch:<machine>, down, down:ssh, clear"
 )
+# /etc/os-release of releases a site may run, in the layout their vendors ship (keys trimmed to the ones read).
+# openEuler keeps the service pack in VERSION only; Ubuntu 24.04 is not on ascend-deployer 26.0.0's A3 list.
+OS_RELEASES = {
+    "ubuntu-24.04": 'NAME="Ubuntu"\nVERSION_ID="24.04"\nVERSION="24.04.1 LTS (Noble Numbat)"\nID=ubuntu\n'
+    'ID_LIKE=debian\nPRETTY_NAME="Ubuntu 24.04.1 LTS"\n',
+    "openeuler-22.03": 'NAME="openEuler"\nVERSION="22.03 (LTS)"\nID="openEuler"\nVERSION_ID="22.03"\n'
+    'PRETTY_NAME="openEuler 22.03 (LTS)"\nANSI_COLOR="0;31"\n',
+    "openeuler-22.03-sp4": 'NAME="openEuler"\nVERSION="22.03 (LTS-SP4)"\nID="openEuler"\nVERSION_ID="22.03"\n'
+    'PRETTY_NAME="openEuler 22.03 (LTS-SP4)"\nANSI_COLOR="0;31"\n',
+}
 ARCH_RE = re.compile(r"^[a-z0-9_]{2,32}$")
 VERSION_RE = re.compile(r"^\d+\.\d+\.(?:(?:rc|RC)\d+|\d+)(?:\.\d+)?$")
 
@@ -147,7 +175,7 @@ def _die_arg(spec: str, arg: str) -> str:
 
 
 def parse_fault(spec: str, cluster: dict[str, Any] | None = None, host: str | None = None) -> Fault:
-    """Validate one fault spec; `down` is handled by simctl.py (the container is paused from outside)."""
+    """Validate one fault spec; `down` is handled by simctl.py (the host container is killed from outside)."""
     spec = spec.strip()
     kind, _, arg = spec.partition(":")
     if kind in DIE_FAULTS:
@@ -161,13 +189,24 @@ def parse_fault(spec: str, cluster: dict[str, Any] | None = None, host: str | No
             raise SimError(f"fault '{spec}': dies must be 1-{DIES - 1} (fewer than the {DIES} an A3 node has)")
         return Fault(kind, str(int(arg)))
     if kind == "ping-loss":
-        if not arg:
+        peer, _, die = arg.partition(":")
+        if not peer:
             raise SimError(f"fault '{spec}': name the peer whose NPU addresses stop answering (ping-loss:a3-02)")
+        if die:
+            die = _die_arg(spec, die)
         if cluster is not None:
-            host_entry(cluster, arg)
-            if arg == host:
+            host_entry(cluster, peer)
+            if peer == host:
                 raise SimError(f"fault '{spec}': the peer must be another host than {host}")
+        return Fault(kind, f"{peer}:{die}" if die else peer)
+    if kind == "os":
+        if arg not in OS_RELEASES:
+            raise SimError(f"fault '{spec}': pick one of {', '.join(sorted(OS_RELEASES))} (os:ubuntu-24.04)")
         return Fault(kind, arg)
+    if kind == "low-ram":
+        if arg and (not arg.isdigit() or int(arg) < 1):
+            raise SimError(f"fault '{spec}': give the host memory to report in GiB (low-ram:64)")
+        return Fault(kind, str(int(arg)) if arg else "")
     if kind in ("driver-old", "firmware-old"):
         if arg and not VERSION_RE.match(arg):
             raise SimError(f"fault '{spec}': '{arg}' is not an HDK version like 25.5.0 or 25.3.rc1")
@@ -194,7 +233,7 @@ def parse_fault(spec: str, cluster: dict[str, Any] | None = None, host: str | No
         return Fault(kind, arg)
     if kind == "down":
         if arg not in ("", "ssh"):
-            raise SimError(f"fault '{spec}': use down (pause the host) or down:ssh (stop its sshd)")
+            raise SimError(f"fault '{spec}': use down (power loss of the host) or down:ssh (stop its sshd)")
         return Fault(kind, arg)
     raise SimError(f"unknown fault '{spec}'; known faults: {FAULT_HELP}")
 
@@ -230,6 +269,11 @@ def version_key(v: str) -> tuple[int, ...]:
 
 def version_below(a: str, b: str) -> bool:
     return version_key(a) < version_key(b)
+
+
+def firmware_number(package_version: str) -> str:
+    # SYNTHETIC: the 7.x firmware numbering follows the package (7.8.0.x.220 for 26.x, 7.7.0.x.231 for 25.x).
+    return f"7.{int(package_version.split('.')[0]) - 18}.0.5.220"
 
 
 def old_version(hdk_min: str) -> str:
@@ -273,9 +317,7 @@ class Host:
         return (f.arg or old_version(self.cluster["hdk_min"])) if f else self.cluster["hdk_min"].lower()
 
     def firmware_version(self) -> str:
-        # SYNTHETIC: the 7.x firmware numbering follows the package (7.8.0.x.220 for 26.x, 7.7.0.x.231 for 25.x).
-        major = int(self.firmware_package_version().split(".")[0])
-        return f"7.{major - 18}.0.5.220"
+        return firmware_number(self.firmware_package_version())
 
     def health(self, die: int) -> str:
         for kind, word in (("health-critical", "Critical"), ("health-alarm", "Alarm"), ("health-warning", "Warning")):
@@ -297,7 +339,32 @@ class Host:
         return die < self.dies and self.link_up(die) and self.has_ip(die)
 
     def ping_lost_to(self) -> set[str]:
+        """Peers (`a3-02`) or single peer dies (`a3-02:7`) this host's pings never reach."""
         return {f.arg for f in self.faults if f.kind == "ping-loss"}
+
+    def busy(self, die: int) -> bool:
+        return die in _die_set(self.faults, "npu-busy")
+
+    def tls(self) -> int:
+        return 1 if _one(self.faults, "tls-on") else 0
+
+    def gateway(self, die: int) -> str:
+        return "10.255.255.1" if die in _die_set(self.faults, "gateway-wrong") else npu_gateway(self.npu_ips)
+
+    def conf_address(self, die: int) -> str:
+        """address_<die> in /etc/hccn.conf: the device's own, or (hccn-drift) the one it had before re-addressing."""
+        ip = self.npu_ips[die]
+        if die in _die_set(self.faults, "hccn-drift"):
+            a, b, c, d = ip.split(".")
+            return f"{a}.{b}.{c}.{(int(d) + 100) % 254 + 1}"
+        return ip
+
+    def running_versions(self) -> tuple[str, str]:
+        """(driver, firmware) that run now: after an upgrade without reboot, the year-older release."""
+        if _one(self.faults, "not-rebooted"):
+            old = old_version(self.cluster["hdk_min"])
+            return old, firmware_number(old)
+        return self.driver_version(), self.firmware_version()
 
     @property
     def index(self) -> int:
@@ -336,12 +403,22 @@ def npu_smi_table(h: Host) -> str:
         lines.append(COLS_EQ if last_of_npu else BORDER)
     lines += [COLS_DASH, PROC_HEAD, COLS_EQ]
     for npu in range(npu_count(h.dies)):
-        lines.append(f"| {'No running processes found in NPU ' + str(npu):<95}|")
+        busy = [d for d in (2 * npu, 2 * npu + 1) if d < h.dies and h.busy(d)]
+        if not busy:
+            lines.append(f"| {'No running processes found in NPU ' + str(npu):<95}|")
+        for die in busy:  # the layout of a busy A3 node's process block (openyuanrong's npu-smi fixture)
+            pid, name, mem = busy_process(h, die)
+            lines.append(f"| {npu:<8}{die % 2:<18}| {pid:<14}| {name:<25}| {mem:<24}|")
         lines.append(COLS_EQ)
     install = root_path("/etc/ascend_install.info")
     if "Driver_Install_Status=complete" not in (install.read_text() if install.exists() else ""):
         lines.append(INSTALL_WARNING)
     return "\n".join(lines)
+
+
+def busy_process(h: Host, die: int) -> tuple[int, str, int]:
+    """The process another job left on a die: SYNTHETIC pid, the name torch's main thread carries, 48 GiB."""
+    return 950000 + 100 * h.index + die, "pt_main_thread", 49207
 
 
 def kv(key: str, value: object) -> str:
@@ -368,8 +445,8 @@ def npu_smi_board(h: Host, npu: int, chip: int | None) -> str:
         kv("Model", "NA"),
         kv("Manufacturer", "Huawei"),
         kv("Serial Number", f"SIM{h.index:02d}A3{npu:02d}"),
-        kv("Software Version", h.driver_version()),
-        kv("Firmware Version", h.firmware_version()),
+        kv("Software Version", h.running_versions()[0]),
+        kv("Firmware Version", h.running_versions()[1]),
         kv("Compatibility", "OK"),
         kv("Board ID", "0xb0"),
         kv("Main Board ID", "0x1a"),
@@ -409,7 +486,7 @@ def npu_smi_health(h: Host, npu: int, chip: int | None) -> str:
 def npu_smi_spod(h: Host, npu: int, chip: int) -> str:
     die = 2 * npu + chip
     server = int(h.entry["rank"])
-    # SDID: the sample (facts 2.6) pairs server index 4 with 16777216 = 4 << 22; the die bits are SYNTHETIC.
+    # SDID: the sample (a3-tools T6) pairs server index 4 with 16777216 = 4 << 22; the die bits are SYNTHETIC.
     sdid = (server << 22) | (die << 16)
     return "\n".join(
         [kv("SDID", sdid), kv("Super Pod Size", len(self_cluster_hosts(h)) * DIES), kv("Super Pod ID", 0)]
@@ -446,10 +523,55 @@ def _opts(args: list[str], allowed: set[str]) -> dict[str, str]:
     return out
 
 
+TOOL_LOCKS = ["npu-smi", *(f"hccn-{d}" for d in range(DIES))]
+
+
+@contextlib.contextmanager
+def exclusive(name: str) -> Any:
+    """Yield False when another call holds `name`: Huawei's npu-smi guide says the tool does not support
+    concurrent use, and ascend-deployer and MindCluster query one die after another. The stand-ins refuse a
+    second npu-smi on the host, and a second hccn_tool on the same die, while one runs."""
+    path = state_dir() / f".busy-{name}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)  # flock needs no write access
+    except OSError:
+        yield True  # no lock file and no right to create one (apply() creates them as root)
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+# SYNTHETIC: the real tools' text for a refused concurrent call was not recorded; the code -8020 ("device is
+# used") is the one dcmi returns for a die another caller holds.
+BUSY_TEXT = "{tool}: {what} is in use by another {tool} call, ret -8020; concurrent use is not supported (simulated)"
+
+
 def npu_smi(argv: list[str]) -> int:
     if not argv or argv[0] != "info":
         print(NPU_SMI_USAGE, file=sys.stderr)
         return 2
+    with exclusive("npu-smi") as mine:
+        if not mine:
+            print(BUSY_TEXT.format(tool="npu-smi", what="the device manager"), file=sys.stderr)
+            return 1
+        hold()
+        return _npu_smi_info(argv)
+
+
+def hold() -> None:
+    """A real query takes a while on the device; the stand-in holds its lock for VERL_SIM_TOOL_HOLD_S (default
+    0: none) so that calls started together in a test really overlap."""
+    time.sleep(float(os.environ.get("VERL_SIM_TOOL_HOLD_S", "0")))
+
+
+def _npu_smi_info(argv: list[str]) -> int:
     h = Host.load()
     rest = argv[1:]
     if not rest:
@@ -505,32 +627,38 @@ def npu_gateway(ips: list[str]) -> str:
 
 
 def die_mac(index: int, die: int) -> str:
-    # The two dies of a module differ only in the last bit (facts 2.10); locally administered prefix.
+    # The two dies of a module differ only in the last bit (a3-tools T10); locally administered prefix.
     return f"02:a3:{index:02x}:{die // 2:02x}:00:{0xDD - (die % 2):02x}"
 
 
 def hccn_conf(h: Host) -> str:
     ips = h.npu_ips
-    gw = npu_gateway(ips)
     out: list[str] = []
     for die in range(DIES):
         peer = die ^ 1
         if h.has_ip(die):
-            out += [f"address_{die}={ips[die]}", f"netmask_{die}={NPU_NETMASK}"]
+            out += [f"address_{die}={h.conf_address(die)}", f"netmask_{die}={NPU_NETMASK}"]
         out += [
-            f"gateway_{die}={gw}",
+            f"gateway_{die}={h.gateway(die)}",
             f"arp_{die}=-i eth{die} -s {ips[peer]} {die_mac(h.index, peer)}",
-            f"netdetect_{die}={gw}",
+            f"netdetect_{die}={h.gateway(die)}",
             f"send_arp_status_{die}=1",
-            f"tls_enable_{die}=0",
+            f"tls_enable_{die}={h.tls()}",
         ]
     return "\n".join(out) + "\n"
 
 
-def find_npu_ip(cluster: dict[str, Any], ip: str) -> tuple[dict[str, Any], int] | None:
+def vnic_ip(npu_ip: str) -> str:
+    """A die's virtual NIC address (HCCS inside a SuperPoD): SYNTHETIC, the RoCE address one /16 up."""
+    a, b, c, d = npu_ip.split(".")
+    return f"{a}.{int(b) + 1}.{c}.{d}"
+
+
+def find_npu_ip(cluster: dict[str, Any], ip: str, vnic: bool = False) -> tuple[dict[str, Any], int] | None:
     for h in cluster["hosts"]:
-        if ip in h["npu_ips"]:
-            return h, list(h["npu_ips"]).index(ip)
+        ips = [vnic_ip(x) for x in h["npu_ips"]] if vnic else list(h["npu_ips"])
+        if ip in ips:
+            return h, ips.index(ip)
     return None
 
 
@@ -538,41 +666,48 @@ def ping_timeout() -> float:
     return float(os.environ.get("VERL_SIM_PING_TIMEOUT", "2.0"))
 
 
-def hccn_ping(h: Host, die: int, target: str, count: int) -> tuple[list[str], int]:
+def hccn_ping(h: Host, die: int, target: str, count: int, vnic: bool = False) -> tuple[list[str], int]:
+    """All packets leave at once and the answers are awaited together: a lost ping costs one timeout, not one per
+    packet (a 16-host preflight pings one peer die per local die, one after another). vnic: `-hccs_ping` to a
+    peer's virtual NIC address, over HCCS (the RoCE link and address play no part)."""
     lines = [f"device {die} PING {target}"]
     received = 0
-    found = find_npu_ip(h.cluster, target)
-    can_send = h.link_up(die) and h.has_ip(die) and found is not None and found[0]["name"] not in h.ping_lost_to()
+    found = find_npu_ip(h.cluster, target, vnic)
+    lost = h.ping_lost_to()
+    can_send = (vnic or (h.link_up(die) and h.has_ip(die))) and found is not None
+    if found is not None and (found[0]["name"] in lost or f"{found[0]['name']}:{found[1]}" in lost):
+        can_send = False
     if can_send and found is not None:
         peer = found[0]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.settimeout(ping_timeout())
+            start = time.monotonic()
+            waiting = {}
             for seq in range(count):
                 nonce = os.urandom(4).hex()
-                start = time.monotonic()
+                waiting[f"PONG {target} {seq} {nonce}"] = seq
                 s.sendto(f"PING {target} {seq} {nonce}".encode(), (peer["cluster_ip"], npu_port()))
-                deadline = start + ping_timeout()
-                while True:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    s.settimeout(left)
-                    try:
-                        data, _ = s.recvfrom(512)
-                    except (TimeoutError, ConnectionRefusedError):
-                        break
-                    if data.decode(errors="replace") == f"PONG {target} {seq} {nonce}":
-                        received += 1
-                        lines.append(f"recv seq={seq},time={(time.monotonic() - start) * 1000:.6f}ms")
-                        break
+            deadline = start + ping_timeout()
+            while waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                s.settimeout(left)
+                try:
+                    data, _ = s.recvfrom(512)
+                except (TimeoutError, ConnectionRefusedError):
+                    break
+                seq = waiting.pop(data.decode(errors="replace"), -1)
+                if seq >= 0:
+                    received += 1
+                    lines.append(f"recv seq={seq},time={(time.monotonic() - start) * 1000:.6f}ms")
     loss = 100.0 * (count - received) / count
     lines.append(f"{count} packets transmitted, {received} received, {loss:.2f}% packet loss")
     return lines, 0 if received else 1
 
 
 HCCN_USAGE = (
-    "usage: hccn_tool -i <die 0-15> -link|-ip|-net_health|-netdetect|-gateway|-mac|-tls -g | "
-    "hccn_tool -i <die> -ping -g address <ip> [pkt <n>] (simulated A3 host)"
+    "usage: hccn_tool -i <die 0-15> -link|-ip|-net_health|-netdetect|-gateway|-mac|-tls|-vnic -g | "
+    "hccn_tool -i <die> -ping|-hccs_ping -g address <ip> [pkt <n>] (simulated A3 host)"
 )
 
 
@@ -585,6 +720,15 @@ def hccn_tool(argv: list[str]) -> int:
         print(f"hccn_tool: device id {argv[1]} is invalid; this host has dies 0-{h.dies - 1}", file=sys.stderr)
         return 1
     die = int(argv[1])
+    with exclusive(f"hccn-{die}") as mine:
+        if not mine:
+            print(BUSY_TEXT.format(tool="hccn_tool", what=f"device {die}"), file=sys.stderr)
+            return 1
+        hold()
+        return _hccn_die(h, die, argv)
+
+
+def _hccn_die(h: Host, die: int, argv: list[str]) -> int:
     cmd, rest = argv[2], argv[3:]
     if not rest or rest[0] != "-g":
         print(HCCN_USAGE, file=sys.stderr)
@@ -600,24 +744,26 @@ def hccn_tool(argv: list[str]) -> int:
     elif cmd == "-net_health" and rest == ["-g"]:
         print(f"net health status: {'Success' if h.net_ok(die) else 'Fault'}")
     elif cmd == "-netdetect" and rest == ["-g"]:
-        print(f"netdetect addr: {npu_gateway(ips)}")
+        print(f"netdetect addr: {h.gateway(die)}")
     elif cmd == "-gateway" and rest == ["-g"]:
-        print(f"default gateway:{npu_gateway(ips)}, Iface:eth{die}")
+        print(f"default gateway:{h.gateway(die)}, Iface:eth{die}")
     elif cmd == "-mac" and rest == ["-g"]:
         print(f"mac addr: {die_mac(h.index, die)}")
     elif cmd == "-tls" and rest == ["-g"]:
         print(
-            f"dev_id:{die}, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), "
+            f"dev_id:{die}, tls switch[{h.tls()}](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), "
             "tls alarm time threshold[60]days"
         )
-    elif cmd == "-ping" and len(rest) in (3, 5) and rest[1] == "address":
+    elif cmd == "-vnic" and rest == ["-g"]:
+        print(f"vnic link status: UP\nvnic ipaddr: {vnic_ip(ips[die])}\nvnic netmask: {NPU_NETMASK}")
+    elif cmd in ("-ping", "-hccs_ping") and len(rest) in (3, 5) and rest[1] == "address":
         count = 3
         if len(rest) == 5:
             if rest[3] != "pkt" or not rest[4].isdigit() or not 1 <= int(rest[4]) <= 100:
                 print(HCCN_USAGE, file=sys.stderr)
                 return 2
             count = int(rest[4])
-        lines, rc = hccn_ping(h, die, rest[2], count)
+        lines, rc = hccn_ping(h, die, rest[2], count, vnic=cmd == "-hccs_ping")
         print("\n".join(lines))
         return rc
     else:
@@ -642,7 +788,10 @@ def npud() -> int:
                 continue
             now = Host(h.cluster, h.name, faults)
             ips = now.npu_ips
-            if parts[1] in ips and now.answers(ips.index(parts[1])):
+            vnics = [vnic_ip(x) for x in ips]
+            if (parts[1] in ips and now.answers(ips.index(parts[1]))) or (
+                parts[1] in vnics and vnics.index(parts[1]) < now.dies
+            ):
                 s.sendto(f"PONG {parts[1]} {parts[2]} {parts[3]}".encode(), peer)
 
 
@@ -845,6 +994,108 @@ def sync_shim(h: Host) -> None:
             (state_dir() / "shim.conf").unlink()
 
 
+# ---- the host faults behind the preflight's OS, memory, NIC and firewall rows (files and kernel state) ----
+
+OS_RELEASE_LINK = "../usr/lib/os-release"  # Debian's /etc/os-release is this link
+MEMINFO_FILE = "meminfo"  # in the state folder, bound over /proc/meminfo while low-ram is on
+FIREWALL_CHAIN = "VERL-SIM-FW"
+# The fixed list a port-based firewall would open (Ray's fixed ports, HCCL host sockets, the image fan-out).
+FIREWALL_OPEN_TCP = "22,6379,6380:6384,8265,10001,10002:19999,18080,52365,60000:60050"
+DUMMY_NIC = "verlsim0"
+
+
+def sync_os_release(h: Host) -> None:
+    f = _one(h.faults, "os")
+    path = Path("/etc/os-release")
+    if f:
+        if path.is_symlink():
+            path.unlink()
+        write_if_changed(path, OS_RELEASES[f.arg])
+    elif not path.is_symlink():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        path.symlink_to(OS_RELEASE_LINK)
+
+
+def sync_meminfo(h: Host) -> None:
+    f = _one(h.faults, "low-ram")
+    mounted = is_mountpoint("/proc/meminfo")
+    if mounted:
+        _run(["umount", "/proc/meminfo"])
+    if f:
+        kib = int(f.arg or 1) * 1024 * 1024
+        text = (
+            f"MemTotal:       {kib} kB\nMemFree:        {kib // 2} kB\nMemAvailable:   {kib // 2} kB\n"
+            "Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\n"
+            "SwapFree:              0 kB\n"
+        )
+        write_if_changed(state_dir() / MEMINFO_FILE, text)
+        _run(["mount", "--bind", str(state_dir() / MEMINFO_FILE), "/proc/meminfo"])
+
+
+def sync_nic(h: Host) -> None:
+    """nic-moved: the cluster address leaves the named NIC for a dummy one; the subnet stays routed through the
+    NIC, so SSH and the NPU responder keep working (Linux answers for any local address on any interface)."""
+    ip, nic, net = h.entry["cluster_ip"], h.entry.get("cluster_nic", "eth0"), h.cluster["subnet"]
+    plen = net.split("/")[1]
+    on_nic = ip in _run(["ip", "-o", "-4", "addr", "show", "dev", nic]).stdout.split(f"/{plen}")[0].split()
+    dummy = Path(f"/sys/class/net/{DUMMY_NIC}").exists()
+    if _one(h.faults, "nic-moved"):
+        routes = _run(["ip", "-4", "route", "show", "default"]).stdout.split()
+        if not dummy:
+            _run(["ip", "link", "add", DUMMY_NIC, "type", "bridge"])  # an interface with no ports: no dummy module here
+            _run(["ip", "link", "set", DUMMY_NIC, "up"])
+            _run(["ip", "addr", "add", f"{ip}/32", "dev", DUMMY_NIC])
+        if on_nic:
+            _run(["ip", "addr", "del", f"{ip}/{plen}", "dev", nic])
+            _run(["ip", "route", "replace", net, "dev", nic, "src", ip])
+            if "via" in routes:
+                _run(["ip", "route", "replace", "default", "via", routes[routes.index("via") + 1], "dev", nic])
+    else:
+        if not on_nic:
+            routes = _run(["ip", "-4", "route", "show", "default"]).stdout.split()
+            _run(["ip", "route", "del", net, "dev", nic], check=False)
+            _run(["ip", "addr", "add", f"{ip}/{plen}", "dev", nic])
+            if "via" in routes:
+                _run(["ip", "route", "replace", "default", "via", routes[routes.index("via") + 1], "dev", nic])
+        if dummy:
+            _run(["ip", "link", "del", DUMMY_NIC])
+
+
+def sync_firewall(h: Host) -> None:
+    """firewall: new TCP connections from the cluster subnet are dropped except on a fixed port list, the way a
+    port-based firewalld or ufw setup treats ephemeral ports (Gloo, verl's MASTER_PORT, vLLM's init)."""
+    have = f"-j {FIREWALL_CHAIN}" in _run(["iptables", "-S", "INPUT"], check=False).stdout
+    if _one(h.faults, "firewall"):
+        if have:
+            return
+        net = h.cluster["subnet"]
+        if _run(["iptables", "-N", FIREWALL_CHAIN], check=False).returncode != 0:
+            _run(["iptables", "-F", FIREWALL_CHAIN])  # left over from an earlier start of this container
+        for rule in (
+            ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
+            ["-p", "tcp", "-m", "multiport", "--dports", FIREWALL_OPEN_TCP, "-j", "RETURN"],
+            ["-s", net, "-p", "tcp", "--syn", "-j", "DROP"],
+        ):
+            _run(["iptables", "-A", FIREWALL_CHAIN, *rule])
+        _run(["iptables", "-I", "INPUT", "-j", FIREWALL_CHAIN])
+    elif have:
+        _run(["iptables", "-D", "INPUT", "-j", FIREWALL_CHAIN], check=False)
+        _run(["iptables", "-F", FIREWALL_CHAIN], check=False)
+        _run(["iptables", "-X", FIREWALL_CHAIN], check=False)
+
+
+def sync_host_faults(h: Host) -> None:
+    for name in TOOL_LOCKS:  # readable by every user: the tools lock them read-only
+        lock = state_dir() / f".busy-{name}"
+        if not lock.exists():
+            lock.touch(0o644)
+    sync_os_release(h)
+    sync_meminfo(h)
+    sync_nic(h)
+    sync_firewall(h)
+
+
 def apply() -> None:
     """Make the host's files and services match its fault state."""
     h = Host.load()
@@ -857,6 +1108,7 @@ def apply() -> None:
     sync_device_nodes(h)
     sync_shim(h)
     sync_shared(h)
+    sync_host_faults(h)
     ensure_services(h)
 
 
@@ -892,7 +1144,7 @@ def fault_cmd(argv: list[str], do_apply: bool = True) -> int:
             if not new:
                 raise SimError("fault add needs at least one fault")
             if any(f.kind == "down" and not f.arg for f in new):
-                raise SimError("fault 'down' pauses the container from outside: use `make sim-fault ... FAULT=down`")
+                raise SimError("fault 'down' cuts the power from outside: use `make sim-fault ... FAULT=down`")
             faults = [parse_fault(s) for s in read_fault_specs()]
             for f in new:
                 if f.kind in SINGLE_FAULTS:
@@ -925,7 +1177,8 @@ def ready() -> int:
 
 def boot() -> int:
     """Container main process: host key, files, services; then wait for SIGTERM and stop dockerd cleanly."""
-    # /run is not a tmpfs in a container: pid files of a previous start would name unrelated processes.
+    # /run is a fresh tmpfs at every start of hosts made by simctl.py; on a container without it, pid files of a
+    # previous start would name unrelated processes.
     for stale in ("sshd.pid", "docker.pid", "docker.pid.spawn", "verl-sim-npud.pid"):
         with contextlib.suppress(FileNotFoundError):
             (Path("/run") / stale).unlink()

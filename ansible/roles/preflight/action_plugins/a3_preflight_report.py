@@ -1,10 +1,12 @@
-"""Collect every host's preflight result into one table (host, check, found, expected, fix) and one JSON report."""
+"""Collect every host's preflight result into one table (host, check, found, expected, fix) and one JSON report
+(each row also names its dies and peers and has a status)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import sys
 from typing import Any
 
 from ansible.plugins.action import ActionBase
@@ -31,11 +33,76 @@ def host_rows(name: str, res: Any) -> list[dict[str, Any]]:
     if not isinstance(checks, list):
         msg = " ".join(str(res.get("msg") or res.get("module_stderr") or "module failed").split())[:160]
         return [_row(name, "preflight", msg, "preflight module runs", "check python3 and sudo on the host")]
-    return [{"host": name, **c} for c in checks]
+    return [normalize({"host": name, **c}) for c in checks]
+
+
+def normalize(row: dict[str, Any]) -> dict[str, Any]:
+    """Every row carries the same fields in the same order (the JSON report is read by other tools)."""
+    ok = bool(row.get("ok"))
+    return {
+        "host": str(row.get("host", "")),
+        "check": str(row.get("check", "")),
+        "status": "ok" if ok else "failed",
+        "ok": ok,
+        "dies": [int(d) for d in row.get("dies") or []],
+        "peers": [str(x) for x in row.get("peers") or []],
+        "found": str(row.get("found", "")),
+        "expected": str(row.get("expected", "")),
+        "fix": "" if ok else str(row.get("fix", "")),
+    }
 
 
 def _row(host: str, check: str, found: str, expected: str, fix: str) -> dict[str, Any]:
-    return {"host": host, "check": check, "ok": False, "found": found, "expected": expected, "fix": fix}
+    return normalize({"host": host, "check": check, "ok": False, "found": found, "expected": expected, "fix": fix})
+
+
+def set_ok(row: dict[str, Any], ok: bool, found: str, fix: str = "", peers: list[str] | None = None) -> None:
+    row.update(ok=ok, status="ok" if ok else "failed", found=found, fix="" if ok else fix)
+    if peers is not None:
+        row["peers"] = peers
+
+
+CROSS_HOST = {
+    "tls": (
+        "npu_tls",
+        "TLS switch",
+        "make the TLS switch the same on every host (`hccn_tool -i <die> -tls -s enable <0|1>`): HCCL links "
+        "between hosts with different switches never establish (EI0006 socket timeout)",
+    ),
+    "netmask": (
+        "npu_netmask",
+        "netmask",
+        "give every die the cluster's NPU netmask in /etc/hccn.conf (netmask_<die>) and run "
+        "`hccn_tool -a -cfg recovery`",
+    ),
+}
+
+
+def compare_hosts(rows: list[dict[str, Any]], nodes: list[str], nets: dict[str, dict[str, str]]) -> None:
+    """Settings that must agree between hosts: the value most hosts have is expected (a tie: the first host's in
+    rank order), and every host with another value fails its row, naming the hosts it disagrees with."""
+    for key, (name, label, fix) in CROSS_HOST.items():
+        values = {h: str(nets[h][key]) for h in nodes if isinstance(nets.get(h), dict) and key in nets[h]}
+        if not values:
+            continue
+        counts: dict[str, int] = {}
+        for h in nodes:
+            if h in values:
+                counts[values[h]] = counts.get(values[h], 0) + 1
+        want = max(counts, key=lambda v: (counts[v], -nodes.index(next(h for h in nodes if values.get(h) == v))))
+        for h in nodes:
+            if h not in values:
+                continue
+            row = next((r for r in rows if r["host"] == h and r["check"] == name), None)
+            if row is None:
+                row = normalize({"host": h, "check": name, "ok": True, "expected": "", "found": ""})
+                rows.append(row)
+            agree = [x for x in nodes if values.get(x) == want and x != h]
+            row["expected"] = f"the same {label} on every host ({want} on {counts[want]} of {len(values)})"
+            if values[h] == want and row["ok"] is not False:
+                set_ok(row, True, f"{label} {values[h]}, as on {len(agree)} other host(s)")
+            elif values[h] != want:
+                set_ok(row, False, f"{label} {values[h]}; {', '.join(agree) or 'the others'}: {want}", fix, agree)
 
 
 def render(rows: list[dict[str, Any]]) -> str:
@@ -47,7 +114,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-DIE_CHECKS = ("chip_health", "npu_link", "npu_ip", "npu_net_health")
+DIE_CHECKS = ("chip_health", "npu_link", "npu_ip", "npu_net_health", "npu_map", "device_nodes", "npu_vnic")
 PING_ENTRY = re.compile(r"^die (\d+): .*?(?:to |ping )(\d+\.\d+\.\d+\.\d+)")
 
 
@@ -73,20 +140,38 @@ def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]]) -
                     explained.append(entry)
                     continue
             kept.append(entry)
-        r["found"] = "; ".join(kept) if kept else "lost pings explained by faults listed above: " + "; ".join(explained)
-        r["ok"] = not kept
-        r["fix"] = r["fix"] if kept else ""
+        found = "; ".join(kept) if kept else "lost pings explained by faults listed above: " + "; ".join(explained)
+        set_ok(r, not kept, found, r["fix"])
 
 
 def summarize(nodes: list[str], results: dict[str, Any], npu_ips: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The report: `rows` (every check of every host, each {host, check, status, ok, dies, peers, found,
+    expected, fix}), `failures` (the failed rows), `failed_hosts`, `healthy_hosts`, `device_queries` per host."""
     rows = []
     for name in nodes:
         rows += host_rows(name, results.get(name))
+    nets: dict[str, dict[str, str]] = {
+        n: r["net"] for n, r in results.items() if isinstance(r, dict) and isinstance(r.get("net"), dict)
+    }
+    compare_hosts(rows, nodes, nets)
     attribute_pings(rows, npu_ips or {})
+    order = {n: i for i, n in enumerate(nodes)}
+    rows.sort(key=lambda r: order.get(r["host"], len(nodes)))
     failed = [r for r in rows if not r["ok"]]
     bad_hosts = sorted({r["host"] for r in failed}, key=nodes.index)
     healthy = [n for n in nodes if n not in bad_hosts]
-    return {"rows": rows, "failures": failed, "failed_hosts": bad_hosts, "healthy_hosts": healthy}
+    queries = {
+        n: r["device_queries"]
+        for n, r in results.items()
+        if isinstance(r, dict) and isinstance(r.get("device_queries"), dict)
+    }
+    return {
+        "rows": rows,
+        "failures": failed,
+        "failed_hosts": bad_hosts,
+        "healthy_hosts": healthy,
+        "device_queries": queries,
+    }
 
 
 class ActionModule(ActionBase):
@@ -105,10 +190,14 @@ class ActionModule(ActionBase):
         npu_ips = {n: list(hostvars[n].get("a3_npu_ips") or []) for n in nodes}
         summary = summarize(nodes, results, npu_ips)
         report = args.get("report_file")
+        page_note = ""
         if report:
+            simulated = self._templar.template(task_vars.get("site_simulated", False))
+            summary["meta"] = report_meta(task_vars, nodes, results, npu_ips, str(simulated).lower() in ("true", "1"))
             os.makedirs(os.path.dirname(report), exist_ok=True)
             with open(report, "w", encoding="utf-8") as fh:
                 json.dump(summary, fh, indent=1)
+            page_note = "\n" + write_readiness_page(report)
         result.update(changed=False, failed_hosts=summary["failed_hosts"], healthy_hosts=summary["healthy_hosts"])
         checks_per_host = len(summary["rows"]) // max(1, len(nodes))
         healthy = ", ".join(summary["healthy_hosts"]) or "none"
@@ -119,9 +208,61 @@ class ActionModule(ActionBase):
                 f"{len(nodes)} hosts ({', '.join(summary['failed_hosts'])}); nothing was changed.\n"
                 + render(summary["failures"])
                 + f"\nhealthy hosts: {healthy}"
+                + page_note
             )
         else:
             result["msg"] = (
                 f"preflight OK: {len(nodes)} hosts x {checks_per_host} checks passed (healthy hosts: {healthy})"
+                + page_note
             )
         return result
+
+
+def _readiness_page() -> Any:
+    """verl_recipe.readiness_page (standard library only): installed in .venv, else from this checkout."""
+    try:
+        from verl_recipe import readiness_page
+    except ImportError:
+        entrypoints = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 4, "entrypoints")
+        sys.path.insert(0, os.path.normpath(entrypoints))
+        from verl_recipe import readiness_page
+    return readiness_page
+
+
+def report_meta(
+    task_vars: dict[str, Any],
+    nodes: list[str],
+    results: dict[str, Any],
+    npu_ips: dict[str, list[str]],
+    simulated: bool,
+) -> dict[str, Any]:
+    """What the readiness page draws besides the rows: inventory, time, commit, ranks, NPU addresses, ping plan."""
+    hostvars = task_vars["hostvars"]
+    hosts = {}
+    for n in nodes:
+        got = results.get(n)
+        res: dict[str, Any] = got if isinstance(got, dict) else {}
+        args = (res.get("invocation") or {}).get("module_args") or {}
+        hosts[n] = {
+            "rank": hostvars[n].get("a3_node_rank"),
+            "npu_ips": npu_ips.get(n, []),
+            # the pings this host was told to send (module arguments) and its ping peer: the tried pairs
+            **{k: v for src in (args, res) for k, v in src.items() if k.startswith("ping")},
+        }
+    inventory = os.path.basename(str(task_vars.get("inventory_dir") or "").rstrip("/")) or None
+    try:
+        meta_of = _readiness_page().report_meta
+    except ImportError:  # the JSON is still written; the page line below says why there is no page
+        return {"kind": "preflight", "simulated": simulated, "inventory": inventory, "hosts": hosts}
+    return meta_of(
+        "preflight", simulated=simulated, commit_from=task_vars.get("playbook_dir"), inventory=inventory, hosts=hosts
+    )
+
+
+def write_readiness_page(report: str) -> str:
+    """The page next to the JSON report; a page that cannot be written is said, never fatal to the preflight."""
+    try:
+        page = _readiness_page()
+        return page.page_line(page.write_page([report]))
+    except Exception as exc:  # noqa: BLE001 - the table and JSON above stay the record; say why the page is missing
+        return f"readiness page not written ({exc.__class__.__name__}: {exc}); run `verl-recipe report {report}`"

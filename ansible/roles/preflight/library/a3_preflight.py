@@ -8,41 +8,56 @@ DOCUMENTATION = r"""
 module: a3_preflight
 short_description: Read-only preflight checks of an Ascend A3 training host
 description:
-  - Runs every check (OS, driver and firmware versions, device nodes, die health, NPU network, container
-    runtime, shared storage, free disk, time sync) and returns them all; it never changes the host.
+  - Runs every check (OS, memory, cluster NIC, firewall, driver and firmware versions installed and running, device
+    nodes, die map, die health and occupancy, NPU network and hccn.conf, container runtime, shared storage, free
+    disk, time sync) and returns them all; it never changes the host.
+  - npu-smi and hccn_tool run one call at a time (Huawei documents npu-smi as not supporting concurrent use).
   - The module itself does not fail on a failed check; the caller collects the results of all hosts.
 options:
   expected_dies: {type: int, required: true, description: NPU dies on the host.}
-  chips_per_npu: {type: int, default: 2, description: dies per npu-smi NPU id (2 on A3).}
   hdk_min: {type: str, required: true, description: Minimum driver and firmware version.}
   npu_ips: {type: list, elements: str, required: true, description: Expected NPU address per die.}
-  ping_targets: {type: list, elements: str, default: [], description: Peer NPU address each die pings.}
-  simulated: {type: bool, default: false, description: Simulated host (no Ascend Docker Runtime needed).}
+  ping_plan:
+    type: list
+    elements: dict
+    default: []
+    description: Pings to send, each {die, address, peer, peer_die} (the action plugin plans them).
+  inter_server_link: {type: str, default: roce, description: roce or hccs (which path HCCL uses between servers).}
+  cluster_ip: {type: str, required: true, description: This host's cluster address (inventory a3_cluster_ip).}
+  cluster_nic: {type: str, required: true, description: The NIC that must carry it (inventory a3_cluster_nic).}
+  cluster_peers: {type: list, elements: str, default: [], description: Cluster addresses of the other hosts.}
+  compose_project: {type: str, default: verl-recipe, description: Compose project whose containers may hold dies.}
+  min_host_ram_gib: {type: float, default: 0, description: Host memory needed (MemTotal), GiB.}
+  simulated: {type: bool, default: false, description: Simulated host.}
   allowed_arch: {type: list, elements: str, required: true, description: Accepted machine architectures.}
-  allowed_os: {type: list, elements: str, required: true, description: Accepted "ID VERSION_ID" prefixes.}
+  allowed_os:
+    type: list
+    elements: str
+    required: true
+    description: Accepted releases, "ID VERSION_ID [text in VERSION]" from /etc/os-release.
   shared_root: {type: str, required: true, description: Shared storage mount point.}
   model_path: {type: str, required: true, description: Model folder (must hold config.json).}
   data_files: {type: list, elements: str, required: true, description: Data files that must exist.}
   ckpt_root: {type: str, required: true, description: Checkpoint folder (exists or can be created).}
   min_free_disk_gib: {type: float, required: true, description: Free space needed on the Docker data root.}
   docker_installable: {type: bool, default: false, description: Offline Docker packages are provided.}
-  ascend_runtime_path: {type: str, required: true, description: Path of the ascend-docker-runtime binary.}
-  ascend_runtime_installable: {type: bool, default: false, description: The runtime installer is provided.}
   driver_version_file: {type: str, default: /usr/local/Ascend/driver/version.info, description: Driver version.info.}
   firmware_version_file:
     {type: str, default: /usr/local/Ascend/firmware/version.info, description: Firmware version.info.}
+  hccn_conf_file: {type: str, default: /etc/hccn.conf, description: The NPU network configuration file.}
+  meminfo_file: {type: str, default: /proc/meminfo, description: Where MemTotal is read.}
+  os_release_file: {type: str, default: /etc/os-release, description: The OS release file.}
   tool_dirs: {type: list, elements: str, default: [], description: Extra folders searched for npu-smi and hccn_tool.}
-  parallel: {type: int, default: 16, description: Device queries run at once.}
   command_timeout: {type: int, default: 60, description: Seconds one device query may take.}
 author: verl-recipe
 """
 
+import ipaddress
 import os
 import re
 import shutil
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -50,8 +65,26 @@ from ansible.module_utils.basic import AnsibleModule
 Check = dict[str, Any]
 
 
-def check(name: str, ok: bool, found: Any, expected: Any, fix: str) -> Check:
-    return {"check": name, "ok": bool(ok), "found": str(found), "expected": str(expected), "fix": "" if ok else fix}
+def check(
+    name: str,
+    ok: bool,
+    found: Any,
+    expected: Any,
+    fix: str,
+    dies: list[int] | None = None,
+    peers: list[str] | None = None,
+) -> Check:
+    """One row: `dies` and `peers` name what the row is about (the failing dies, the hosts pinged)."""
+    return {
+        "check": name,
+        "ok": bool(ok),
+        "status": "ok" if ok else "failed",
+        "dies": sorted(set(dies or [])),
+        "peers": sorted(set(peers or [])),
+        "found": str(found),
+        "expected": str(expected),
+        "fix": "" if ok else fix,
+    }
 
 
 def hdk_key(version: str) -> tuple[int, ...]:
@@ -101,12 +134,81 @@ def parse_mountpoints(text: str) -> set[str]:
     return points
 
 
-def os_release(text: str) -> str:
-    kv = {k: v.strip('"') for k, v in parse_kv(text).items()}
-    return f"{kv.get('ID', 'unknown')} {kv.get('VERSION_ID', '')}".strip()
+def os_release(text: str) -> dict[str, str]:
+    return {k: v.strip().strip('"').strip("'") for k, v in parse_kv(text).items()}
+
+
+def os_allowed(rel: dict[str, str], allowed: list[str]) -> bool:
+    """An entry "ID VERSION_ID [text]" matches ID and VERSION_ID exactly (case-insensitive) and, when given, the
+    text inside VERSION: openEuler keeps its service pack there ("22.03 (LTS-SP4)"), Kylin its release name."""
+    rid, vid, ver = rel.get("ID", "").lower(), rel.get("VERSION_ID", "").lower(), rel.get("VERSION", "").lower()
+    for entry in allowed:
+        parts = entry.split(None, 2)
+        if len(parts) < 2 or parts[0].lower() != rid or parts[1].lower() != vid:
+            continue
+        if len(parts) == 2 or parts[2].lower() in ver:
+            return True
+    return False
+
+
+def parse_npu_table(text: str) -> tuple[dict[tuple[int, int], dict[str, str]], list[dict[str, Any]]]:
+    """`npu-smi info`: per (NPU id, chip) the Health and Phy-ID of each die row pair, and the process table rows
+    (NPU id, chip, pid, name). A3 prints `| <npu> <name> | <health> |` then `| <chip> <phy-id> | <bus-id> |`."""
+    dies: dict[tuple[int, int], dict[str, str]] = {}
+    procs: list[dict[str, Any]] = []
+    in_procs = False
+    npu, health = -1, ""
+    for line in text.splitlines():
+        if "Process id" in line:
+            in_procs = True
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2:
+            continue
+        first = cells[0].split()
+        if in_procs:
+            if len(first) == 2 and all(t.isdigit() for t in first) and cells[1].isdigit():
+                name = cells[2] if len(cells) > 2 else ""
+                procs.append({"npu": int(first[0]), "chip": int(first[1]), "pid": int(cells[1]), "name": name})
+            continue
+        if len(first) >= 2 and first[0].isdigit() and not first[1].isdigit():
+            npu, health = int(first[0]), cells[1].split()[0] if cells[1] else ""
+        elif len(first) >= 1 and first[0].isdigit() and re.match(r"^[0-9A-Fa-f]{4}:", cells[1]) and npu >= 0:
+            phy = first[1] if len(first) > 1 else ""
+            dies[(npu, int(first[0]))] = {"health": health, "phy": phy}
+    return dies, procs
+
+
+def parse_chip_map(text: str) -> dict[tuple[int, int], int]:
+    """`npu-smi info -m` (A3): (NPU ID, Chip ID) -> Chip Phy-ID for the die rows; Mcu rows carry `-`."""
+    out: dict[tuple[int, int], int] = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0].isdigit() and f[1].isdigit() and f[3].isdigit() and f[-1] != "Mcu":
+            out[(int(f[0]), int(f[1]))] = int(f[3])
+    return out
+
+
+def parse_hccn_conf(text: str) -> dict[str, str]:
+    return parse_kv(text)
+
+
+def in_subnet(addr: str, mask: str, other: str) -> bool:
+    try:
+        net = ipaddress.IPv4Network(f"{addr}/{mask}", strict=False)
+        return ipaddress.IPv4Address(other) in net
+    except ValueError:
+        return False
+
+
+def first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "no output"
+    return line[:120]
 
 
 class Host:
+    """Runs the host's commands one at a time and counts the device queries (npu-smi, hccn_tool)."""
+
     def __init__(self, params: dict[str, Any]) -> None:
         self.p = params
         self.timeout = params["command_timeout"]
@@ -117,8 +219,11 @@ class Host:
             "/usr/local/sbin",
             "/usr/local/Ascend/driver/tools",
             "/usr/sbin",
+            "/sbin",
         ]
         self.path = os.pathsep.join([path, *extra])
+        self.queries = 0
+        self.query_s = 0.0
 
     def tool(self, name: str) -> str | None:
         return shutil.which(name, path=self.path)
@@ -129,6 +234,14 @@ class Host:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return 127, str(exc)
         return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+    def query(self, argv: list[str]) -> tuple[int, str]:
+        """A device query: never two at once (the caller runs them in sequence)."""
+        t = time.monotonic()
+        out = self.run(argv)
+        self.queries += 1
+        self.query_s += time.monotonic() - t
+        return out
 
 
 def read(path: str) -> str | None:
@@ -141,19 +254,183 @@ def read(path: str) -> str | None:
 
 def platform_checks(p: dict[str, Any]) -> list[Check]:
     arch = os.uname().machine
-    rel = os_release(read("/etc/os-release") or "")
-    os_ok = any(rel.lower().startswith(a.lower()) for a in p["allowed_os"])
+    rel = os_release(read(p["os_release_file"]) or "")
+    shown = f"{rel.get('ID', 'unknown')} {rel.get('VERSION_ID', '')} ({rel.get('VERSION', '')})"
     return [
         check(
             "architecture", arch in p["allowed_arch"], arch, " or ".join(p["allowed_arch"]), "use an A3 (aarch64) host"
         ),
-        check("os", os_ok, rel, " or ".join(p["allowed_os"]), "install a supported OS release on this host"),
+        check(
+            "os",
+            os_allowed(rel, p["allowed_os"]),
+            shown,
+            " or ".join(p["allowed_os"]),
+            "install an OS release on the A3 list (ascend-deployer 26.0.0), or add this one to preflight_allowed_os "
+            "once Huawei's compatibility matrix lists it",
+        ),
     ]
 
 
-def version_checks(p: dict[str, Any]) -> list[Check]:
+def memory_check(p: dict[str, Any]) -> Check:
+    kv = parse_colon(read(p["meminfo_file"]) or "")
+    total = kv.get("memtotal", "0 kB").split()[0]
+    gib = int(total) / 2**20 if total.isdigit() else 0.0
+    want = p["min_host_ram_gib"]
+    return check(
+        "host_memory",
+        gib >= want,
+        f"{gib:.1f} GiB (MemTotal)",
+        f">= {want:g} GiB",
+        "the recipes offload optimizer state and vLLM weights to host memory: use hosts with more RAM or lower "
+        "preflight_min_host_ram_gib only with a recipe that offloads less",
+    )
+
+
+def parse_ip_addr(text: str) -> dict[str, list[str]]:
+    """`ip -o -4 addr show`: NIC -> its IPv4 addresses."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[2] == "inet":
+            out.setdefault(f[1].rstrip(":").split("@")[0], []).append(f[3].split("/")[0])
+    return out
+
+
+def nic_check(p: dict[str, Any], host: Host) -> Check:
+    ip_tool = host.tool("ip")
+    ip, nic = p["cluster_ip"], p["cluster_nic"]
+    if not ip_tool:
+        return check("cluster_nic", False, "`ip` not found", f"{ip} on {nic}", "install iproute2")
+    rc, text = host.run([ip_tool, "-o", "-4", "addr", "show"])
+    nics = parse_ip_addr(text) if rc == 0 else {}
+    holders = [n for n, addrs in nics.items() if ip in addrs]
+    ok = nic in holders
+    if ok:
+        found = f"{ip} on {nic}"
+    elif holders:
+        found = f"{ip} is on {', '.join(holders)}, not {nic}"
+    elif nic in nics:
+        found = f"{nic} carries {', '.join(nics[nic]) or 'no IPv4 address'}; {ip} is on no interface"
+    else:
+        found = f"no interface {nic}; {ip} is on no interface"
+    return check(
+        "cluster_nic",
+        ok,
+        found,
+        f"{ip} on {nic}",
+        "set a3_cluster_nic to the interface that carries a3_cluster_ip (Gloo, HCCL host sockets and Ray bind it), "
+        "or a3_cluster_ip to that NIC's address",
+    )
+
+
+def parse_iptables(text: str) -> tuple[dict[str, str], dict[str, list[list[str]]]]:
+    """`iptables -S`: chain policies and each chain's rules as word lists (without `-A <chain>`)."""
+    policies: dict[str, str] = {}
+    rules: dict[str, list[list[str]]] = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0] == "-P":
+            policies[f[1]] = f[2]
+        elif len(f) >= 2 and f[0] == "-A":
+            rules.setdefault(f[1], []).append(f[2:])
+    return policies, rules
+
+
+def _opt(rule: list[str], name: str) -> str:
+    return rule[rule.index(name) + 1] if name in rule and rule.index(name) + 1 < len(rule) else ""
+
+
+def _matches_source(rule: list[str], peer: str) -> bool:
+    src = _opt(rule, "-s")
+    if not src:
+        return True
+    try:
+        return ipaddress.IPv4Address(peer) in ipaddress.IPv4Network(src, strict=False)
+    except ValueError:
+        return False
+
+
+def firewall_blocks(policies: dict[str, str], rules: dict[str, list[list[str]]], peer: str) -> str:
+    """The first INPUT rule (following jumps into user chains) that would drop a new TCP connection from `peer` to
+    an ephemeral port, or "" when it is accepted. Rules restricted to ports, states or interfaces cannot accept
+    every connection, so only an unconditional ACCEPT for the peer's address counts as trust."""
+
+    def walk(chain: str, depth: int) -> str | None:
+        for rule in rules.get(chain, []):
+            target = _opt(rule, "-j")
+            if not _matches_source(rule, peer):
+                continue
+            narrowed = any(o in rule for o in ("--dport", "--dports", "-i", "--ctstate", "--state", "-m", "-d"))
+            if target == "ACCEPT" and not narrowed and _opt(rule, "-p") in ("", "tcp"):
+                return ""
+            if target in ("DROP", "REJECT") and _opt(rule, "-p") in ("", "tcp", "6"):
+                ports = _opt(rule, "--dport") or _opt(rule, "--dports")
+                if not ports:  # a drop of all TCP, or all traffic, from the peer
+                    return f"-A {chain} {' '.join(rule)}"
+            if target == "RETURN" and not narrowed:
+                return None
+            if target and target in rules and depth < 4:
+                got = walk(target, depth + 1)
+                if got is not None:
+                    return got
+        return None
+
+    got = walk("INPUT", 0)
+    if got is not None:
+        return got
+    return "" if policies.get("INPUT", "ACCEPT") == "ACCEPT" else f"-P INPUT {policies['INPUT']}"
+
+
+def firewall_check(p: dict[str, Any], host: Host) -> Check:
+    """Gloo, verl's MASTER_PORT and vLLM's distributed init listen on ephemeral ports: the other cluster hosts
+    must reach every port. firewalld and ufw are fine (the OS settings play trusts the cluster addresses there);
+    other iptables rules that drop them are not something deploy.yml changes."""
+    expected = "new TCP from every cluster host accepted on any port"
+    fix = (
+        "trust the cluster hosts' addresses in the host firewall (all ports), or use firewalld/ufw, which "
+        "deploy.yml configures that way"
+    )
+    for manager, argv, active in (
+        ("firewalld", ["firewall-cmd", "--state"], "running"),
+        ("ufw", ["ufw", "status"], "Status: active"),
+    ):
+        tool = host.tool(argv[0])
+        if tool:
+            rc, out = host.run([tool, *argv[1:]])
+            if rc == 0 and active in out:
+                return check(
+                    "host_firewall", True, f"{manager} active: the OS settings play trusts the cluster", expected, ""
+                )
+    ipt = host.tool("iptables")
+    if not ipt:
+        return check("host_firewall", True, "no iptables (nothing to inspect)", expected, "")
+    rc, text = host.run([ipt, "-S"])
+    if rc != 0:  # e.g. an nftables ruleset iptables cannot show: not inspected (the rehearsal still tests it)
+        return check("host_firewall", True, f"not inspected: iptables -S: {first_line(text)}", expected, fix)
+    policies, rules = parse_iptables(text)
+    blocked = {}
+    for peer in p["cluster_peers"]:
+        rule = firewall_blocks(policies, rules, peer)
+        if rule:
+            blocked[peer] = rule
+    if not blocked:
+        return check("host_firewall", True, "cluster hosts accepted", expected, "")
+    first = next(iter(blocked.values()))
+    return check(
+        "host_firewall",
+        False,
+        f"new TCP from {', '.join(sorted(blocked))} dropped by `{first}`",
+        expected,
+        fix,
+        peers=sorted(blocked),
+    )
+
+
+def version_checks(p: dict[str, Any]) -> tuple[list[Check], dict[str, str]]:
+    """Installed driver and firmware (version.info) against the minimum; returns the installed versions too."""
     out = []
     want = p["hdk_min"]
+    installed: dict[str, str] = {}
     for name, path, keys in (
         ("driver_version", p["driver_version_file"], ("Version", "package_version")),
         ("firmware_version", p["firmware_version_file"], ("package_version",)),
@@ -165,6 +442,10 @@ def version_checks(p: dict[str, Any]) -> list[Check]:
             )
             continue
         kv = parse_kv(text)
+        if name == "driver_version":
+            installed["driver"] = kv.get("Version", "")
+        else:
+            installed["firmware"] = kv.get("Version", "")
         found = next((kv[k] for k in keys if kv.get(k)), "")
         if not found:
             out.append(check(name, False, f"no {'/'.join(keys)} in {path}", f">= {want}", f"reinstall the HDK {want}"))
@@ -182,7 +463,7 @@ def version_checks(p: dict[str, Any]) -> list[Check]:
                 f"upgrade the {name[:-8]} to HDK {want} or newer (firmware first, then driver; reboot)",
             )
         )
-    return out
+    return out, installed
 
 
 def device_node_checks(p: dict[str, Any]) -> list[Check]:
@@ -190,6 +471,7 @@ def device_node_checks(p: dict[str, Any]) -> list[Check]:
     wanted += ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
     missing = [w for w in wanted if not os.path.exists(w)]
     found = "all present" if not missing else "missing " + ", ".join(m.removeprefix("/dev/") for m in missing)
+    dies = [int(m.removeprefix("/dev/davinci")) for m in missing if m.removeprefix("/dev/davinci").isdigit()]
     return [
         check(
             "device_nodes",
@@ -197,141 +479,368 @@ def device_node_checks(p: dict[str, Any]) -> list[Check]:
             found,
             f"{len(wanted)} nodes (davinci0..{p['expected_dies'] - 1} + manager, svm, hdc)",
             "load the NPU driver (reinstall the HDK driver, then reboot)",
+            dies=dies,
         )
     ]
 
 
-def npu_checks(p: dict[str, Any], host: Host) -> list[Check]:
+def _die_list(bad: dict[int, str]) -> str:
+    return "; ".join(f"die {d}: {v}" for d, v in sorted(bad.items()))
+
+
+def npu_checks(p: dict[str, Any], host: Host, installed: dict[str, str]) -> tuple[list[Check], dict[str, Any]]:
+    """Every device query, one after another: one `npu-smi info` (health and process table of all dies), `-m`
+    (die -> NPU id/chip), `-t board` per NPU (running versions), hccn_tool per die, then the planned pings."""
     dies = p["expected_dies"]
-    per = max(1, p["chips_per_npu"])
     npu_smi, hccn = host.tool("npu-smi"), host.tool("hccn_tool")
     out: list[Check] = []
+    net: dict[str, Any] = {}
     if not npu_smi:
-        out.append(
-            check(
-                "chip_health",
-                False,
-                "npu-smi not found",
-                f"{dies} dies OK",
-                "install the Ascend HDK driver (it brings npu-smi)",
-            )
-        )
+        for name in ("npu_map", "chip_health", "npu_occupancy", "running_versions"):
+            out.append(check(name, False, "npu-smi not found", f"{dies} dies", "install the Ascend HDK driver"))
+    else:
+        out += npu_smi_checks(p, host, npu_smi, installed)
     if not hccn:
-        for name in ("npu_link", "npu_ip", "npu_net_health", "npu_ping"):
+        for name in ("npu_link", "npu_ip", "hccn_conf", "npu_net_health", "npu_gateway", "npu_tls", "npu_ping"):
             out.append(
-                check(
-                    name,
-                    False,
-                    "hccn_tool not found",
-                    f"{dies} dies",
-                    "install the Ascend HDK driver (it brings hccn_tool)",
-                )
+                check(name, False, "hccn_tool not found", f"{dies} dies", "install the Ascend HDK driver (hccn_tool)")
             )
-    jobs: dict[tuple[str, int], list[str]] = {}
-    for die in range(dies):
-        if npu_smi:
-            jobs[("health", die)] = [npu_smi, "info", "-t", "health", "-i", str(die // per), "-c", str(die % per)]
-        if hccn:
-            jobs[("link", die)] = [hccn, "-i", str(die), "-link", "-g"]
-            jobs[("ip", die)] = [hccn, "-i", str(die), "-ip", "-g"]
-            jobs[("net_health", die)] = [hccn, "-i", str(die), "-net_health", "-g"]
-            targets = p["ping_targets"]
-            if die < len(targets) and targets[die]:
-                jobs[("ping", die)] = [hccn, "-i", str(die), "-ping", "-g", "address", targets[die]]
-    with ThreadPoolExecutor(max_workers=max(1, p["parallel"])) as pool:
-        outs = list(pool.map(host.run, jobs.values()))
-    results = {key: outs[i] for i, key in enumerate(jobs)}  # zip(strict=) needs 3.10; hosts may have 3.9
+    else:
+        rows, net = hccn_checks(p, host, hccn)
+        out += rows
+    return out, net
 
-    def bad_dies(kind: str, judge: Any) -> list[str]:
-        bad = []
-        for die in range(dies):
-            if (kind, die) not in results:
-                continue
-            rc, text = results[(kind, die)]
-            verdict = judge(die, rc, text)
-            if verdict:
-                bad.append(f"die {die}: {verdict}")
-        return bad
 
-    def health(die: int, rc: int, text: str) -> str:
-        status = parse_colon(text).get("health status", "")
-        if rc != 0 or not status:
-            return f"query failed ({first_line(text)})"
-        return "" if status == "OK" else status
-
-    def link(die: int, rc: int, text: str) -> str:
-        status = parse_colon(text).get("link status", "")
-        return "" if rc == 0 and status == "UP" else (status or f"query failed ({first_line(text)})")
-
-    def ip(die: int, rc: int, text: str) -> str:
-        addr = parse_colon(text).get("ipaddr", "")
-        want = p["npu_ips"][die] if die < len(p["npu_ips"]) else ""
-        if rc != 0 or not addr:
-            return f"no address ({first_line(text)})"
-        return "" if addr == want else f"{addr} (inventory {want})"
-
-    def net_health(die: int, rc: int, text: str) -> str:
-        status = parse_colon(text).get("net health status", "")
-        return "" if rc == 0 and status == "Success" else (status or f"query failed ({first_line(text)})")
-
-    def ping(die: int, rc: int, text: str) -> str:
-        loss = parse_ping_loss(text)
-        target = p["ping_targets"][die]
-        if loss is None:
-            return f"ping {target} failed ({first_line(text)})"
-        return "" if loss == 0.0 else f"{loss:.2f}% loss to {target}"
-
-    specs = [
-        (
-            "chip_health",
-            "health",
-            health,
-            "Health Status OK on every die",
-            "check `npu-smi info -t health -i <npu> -c <chip>`; replace or reset the faulty module",
-        ),
-        (
-            "npu_link",
-            "link",
-            link,
-            "link status UP on every die",
-            "check the RoCE cable/port of the listed dies (`hccn_tool -i <die> -link -g`)",
-        ),
-        (
-            "npu_ip",
-            "ip",
-            ip,
-            "hccn address = inventory a3_npu_ips",
-            "configure /etc/hccn.conf address_<die> and run `hccn_tool -a -cfg recovery`, or fix a3_npu_ips",
-        ),
-        (
-            "npu_net_health",
-            "net_health",
-            net_health,
-            "net health Success on every die",
-            "set netdetect_<die> in /etc/hccn.conf and check the NPU network gateway",
-        ),
-    ]
-    if p["ping_targets"]:
-        specs.append(
-            (
-                "npu_ping",
-                "ping",
-                ping,
-                "0% loss to the next host's same die",
-                "check the NPU network route between these hosts (switch, VLAN, hccn.conf)",
-            )
+def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[str, str]) -> list[Check]:
+    dies = p["expected_dies"]
+    out: list[Check] = []
+    rc_m, text_m = host.query([npu_smi, "info", "-m"])
+    chip_map = parse_chip_map(text_m) if rc_m == 0 else {}
+    phys = sorted(chip_map.values())
+    missing = sorted(set(range(dies)) - set(phys))
+    dup = sorted({d for d in phys if phys.count(d) > 1})
+    if rc_m != 0 or not chip_map:
+        found = f"`npu-smi info -m` failed: {first_line(text_m)}"
+    elif missing or dup:
+        found = "; ".join(
+            x
+            for x in (f"no die with Phy-ID {', '.join(map(str, missing))}" if missing else "",)
+            + (f"Phy-ID listed twice: {', '.join(map(str, dup))}" if dup else "",)
+            if x
         )
-    for name, kind, judge, expected, fix in specs:
-        if (kind == "health" and not npu_smi) or (kind != "health" and not hccn):
-            continue
-        bad = bad_dies(kind, judge)
-        out.append(check(name, not bad, "; ".join(bad) if bad else f"{dies} dies OK", expected, fix))
+    else:
+        found = f"{len(phys)} dies (Phy-ID 0..{dies - 1}) on {len({n for n, _ in chip_map})} NPU ids"
+    out.append(
+        check(
+            "npu_map",
+            rc_m == 0 and bool(chip_map) and not missing and not dup,
+            found,
+            f"Phy-ID 0..{dies - 1} once each in `npu-smi info -m`",
+            "a die is missing from the driver's view: check `npu-smi info -m`, reseat or replace the module, "
+            "reinstall the driver",
+            dies=missing + dup,
+        )
+    )
+    rc, text = host.query([npu_smi, "info"])
+    table, procs = parse_npu_table(text) if rc == 0 else ({}, [])
+
+    def die_of(npu: int, chip: int) -> int:
+        if (npu, chip) in chip_map:
+            return chip_map[(npu, chip)]
+        phy = table.get((npu, chip), {}).get("phy", "")
+        return int(phy) if phy.isdigit() else -1
+
+    health_bad: dict[int, str] = {}
+    seen = set()
+    for (npu, chip), row in table.items():
+        die = die_of(npu, chip)
+        seen.add(die)
+        if row["health"] != "OK":
+            health_bad[die] = f"{row['health'] or 'no health'} (NPU {npu} chip {chip})"
+    if rc == 0:
+        for die in sorted(set(range(dies)) - seen):
+            health_bad[die] = "not listed by `npu-smi info`"
+        found = _die_list(health_bad) or f"{dies} dies OK"
+    else:
+        found = f"`npu-smi info` failed: {first_line(text)}"
+    out.append(
+        check(
+            "chip_health",
+            rc == 0 and not health_bad,
+            found,
+            "Health OK on every die (`npu-smi info`)",
+            "see `npu-smi info -t health -i <npu> -c <chip>` for the error code; reset or replace the module",
+            dies=list(health_bad),
+        )
+    )
+    busy: dict[int, str] = {}
+    for pr in procs:
+        die = die_of(pr["npu"], pr["chip"])
+        busy[die] = (busy.get(die, "") + ", " if die in busy else "") + f"pid {pr['pid']} {pr['name']}".strip()
+    holders = device_holders(p, host)
+    found_parts = [_die_list(busy)] if busy else []
+    if holders:
+        found_parts.append("containers holding NPU devices: " + ", ".join(holders))
+    out.append(
+        check(
+            "npu_occupancy",
+            rc == 0 and not busy and not holders,
+            "; ".join(found_parts)
+            or ("no process on any die" if rc == 0 else f"`npu-smi info` failed: {first_line(text)}"),
+            "no process on any die; no other container holding /dev/davinci*",
+            "a previous job still holds the dies (-8005 dcmi init / -8020 device is used / EJ0001 on the next "
+            "start): stop it (`docker ps`, `kill <pid>`), or wait for it to end",
+            dies=list(busy),
+        )
+    )
+    out.append(running_versions(p, host, npu_smi, chip_map, installed))
     return out
 
 
-def first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else "no output"
-    return line[:120]
+def _span(nums: list[int]) -> str:
+    nums = sorted(nums)
+    if len(nums) > 1 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"{nums[0]}-{nums[-1]}"
+    return ",".join(map(str, nums))
+
+
+def device_holders(p: dict[str, Any], host: Host) -> list[str]:
+    """Running containers outside this recipe's Compose project that were handed /dev/davinci* (ascend-deployer
+    asks `docker inspect` the same question)."""
+    docker = host.tool("docker")
+    if not docker:
+        return []
+    rc, ids = host.run([docker, "ps", "-q"])
+    if rc != 0 or not ids.split():
+        return []
+    fmt = (
+        '{{.Name}}|{{index .Config.Labels "com.docker.compose.project"}}|'
+        "{{range .HostConfig.Devices}}{{.PathOnHost}} {{end}}"
+    )
+    rc, text = host.run([docker, "inspect", "--format", fmt, *ids.split()])
+    return parse_holders(text, p["compose_project"]) if rc == 0 else []
+
+
+def parse_holders(text: str, project: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        name, _, rest = line.partition("|")
+        proj, _, devices = rest.partition("|")
+        if proj == project:
+            continue
+        if any(d.startswith("/dev/davinci") for d in devices.split()):
+            out.append(name.lstrip("/"))
+    return out
+
+
+def running_versions(
+    p: dict[str, Any], host: Host, npu_smi: str, chip_map: dict[tuple[int, int], int], installed: dict[str, str]
+) -> Check:
+    """`npu-smi info -t board -i <npu>` shows the driver and firmware that run now; after an upgrade without the
+    reboot they differ from version.info (the installer's exit code 2 asks for the reboot)."""
+    npus = sorted({n for n, _ in chip_map}) or list(range((p["expected_dies"] + 1) // 2))
+    bad: list[str] = []
+    running = set()
+    for npu in npus:
+        rc, text = host.query([npu_smi, "info", "-t", "board", "-i", str(npu)])
+        kv = parse_colon(text)
+        if rc != 0 or "software version" not in kv:
+            bad.append(f"NPU {npu}: query failed ({first_line(text)})")
+            continue
+        sw, fw, compat = kv.get("software version", ""), kv.get("firmware version", ""), kv.get("compatibility", "")
+        running.add(f"driver {sw}, firmware {fw}")
+        problems = []
+        if installed.get("driver") and sw.lower() != installed["driver"].lower():
+            problems.append(f"driver {sw} runs, {installed['driver']} installed")
+        if installed.get("firmware") and fw.lower() != installed["firmware"].lower():
+            problems.append(f"firmware {fw} runs, {installed['firmware']} installed")
+        if compat not in ("OK", "NOT SUPPORT"):
+            problems.append(f"Compatibility {compat or 'missing'}")
+        if problems:
+            bad.append(f"NPU {npu}: " + ", ".join(problems))
+    dies = [d for (n, _), d in chip_map.items() if any(b.startswith(f"NPU {n}:") for b in bad)]
+    # the same finding on several NPUs becomes one entry ("NPU 0-7: ...")
+    grouped: dict[str, list[int]] = {}
+    for entry in bad:
+        head, _, what = entry.partition(": ")
+        grouped.setdefault(what, []).append(int(head.split()[1]))
+    shown = [f"NPU {_span(n)}: {what}" for what, n in grouped.items()]
+    return check(
+        "running_versions",
+        not bad,
+        "; ".join(shown) if bad else ", ".join(sorted(running)),
+        "running driver/firmware = installed (version.info), Compatibility OK",
+        "reboot the host to load the upgraded driver and firmware (the HDK installer asked for it)",
+        dies=dies,
+    )
+
+
+def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], dict[str, Any]]:
+    dies = p["expected_dies"]
+    ips = p["npu_ips"]
+    conf_text = read(p["hccn_conf_file"])
+    conf = parse_hccn_conf(conf_text or "")
+    link_bad: dict[int, str] = {}
+    ip_bad: dict[int, str] = {}
+    conf_bad: dict[int, str] = {}
+    health_bad: dict[int, str] = {}
+    gw_bad: dict[int, str] = {}
+    tls: dict[int, str] = {}
+    masks: dict[int, str] = {}
+    vnic_bad: dict[int, str] = {}
+    for die in range(dies):
+
+        def q(*args: str, die: int = die) -> tuple[int, str]:
+            return host.query([hccn, "-i", str(die), *args])
+
+        rc, text = q("-link", "-g")
+        status = parse_colon(text).get("link status", "")
+        if rc != 0 or status != "UP":
+            link_bad[die] = status or f"query failed ({first_line(text)})"
+        rc, text = q("-ip", "-g")
+        kv = parse_colon(text)
+        addr, mask = kv.get("ipaddr", ""), kv.get("netmask", "")
+        want = ips[die] if die < len(ips) else ""
+        if rc != 0 or not addr:
+            ip_bad[die] = f"no address ({first_line(text)})"
+        elif addr != want:
+            ip_bad[die] = f"{addr} (inventory {want})"
+        if mask:
+            masks[die] = mask
+        c_addr, c_mask = conf.get(f"address_{die}", ""), conf.get(f"netmask_{die}", "")
+        if conf_text is not None and addr:
+            if c_addr != addr:
+                conf_bad[die] = f"address_{die}={c_addr or '(none)'}, device has {addr}"
+            elif mask and c_mask and c_mask != mask:
+                conf_bad[die] = f"netmask_{die}={c_mask}, device has {mask}"
+        rc, text = q("-net_health", "-g")
+        status = parse_colon(text).get("net health status", "")
+        if rc != 0 or status != "Success":
+            health_bad[die] = status or f"query failed ({first_line(text)})"
+        rc, text = q("-gateway", "-g")
+        m = re.search(r"default gateway:\s*([\d.]+)", text)
+        gw = m.group(1) if m and rc == 0 else ""
+        problems = []
+        if not gw:
+            problems.append("no gateway")
+        elif addr and mask and not in_subnet(addr, mask, gw):
+            problems.append(f"gateway {gw} outside {addr}/{mask}")
+        if problems:
+            gw_bad[die] = ", ".join(problems)
+        rc, text = q("-tls", "-g")
+        m = re.search(r"tls switch\[(\d+)\]", text)
+        tls[die] = m.group(1) if m and rc == 0 else "?"
+        if p["inter_server_link"] == "hccs":
+            rc, text = q("-vnic", "-g")
+            kv = parse_colon(text)
+            if rc != 0 or kv.get("vnic link status") != "UP" or not kv.get("vnic ipaddr"):
+                vnic_bad[die] = kv.get("vnic link status") or f"query failed ({first_line(text)})"
+    n = f"{dies} dies OK"
+    out = [
+        check(
+            "npu_link",
+            not link_bad,
+            _die_list(link_bad) or n,
+            "link status UP on every die",
+            "check the cable/optics and switch port of the listed dies (`hccn_tool -i <die> -link -g`, `-lldp -g`)",
+            dies=list(link_bad),
+        ),
+        check(
+            "npu_ip",
+            not ip_bad,
+            _die_list(ip_bad) or n,
+            "hccn address = inventory a3_npu_ips",
+            "configure /etc/hccn.conf address_<die> and run `hccn_tool -a -cfg recovery`, or fix a3_npu_ips",
+            dies=list(ip_bad),
+        ),
+        check(
+            "hccn_conf",
+            conf_text is not None and not conf_bad,
+            (_die_list(conf_bad) or "address_N and netmask_N match the device")
+            if conf_text is not None
+            else f"{p['hccn_conf_file']} missing",
+            "/etc/hccn.conf address_N/netmask_N = what each die has",
+            "correct /etc/hccn.conf (ascend-deployer writes it) and run `hccn_tool -a -cfg recovery`; a stale "
+            "address_N makes that NPU unreachable after the next recovery or reboot",
+            dies=list(conf_bad),
+        ),
+        check(
+            "npu_net_health",
+            not health_bad,
+            _die_list(health_bad) or n,
+            "net health Success on every die",
+            "set netdetect_<die> in /etc/hccn.conf and check the NPU network gateway",
+            dies=list(health_bad),
+        ),
+        check(
+            "npu_gateway",
+            not gw_bad,
+            _die_list(gw_bad) or n,
+            "a gateway inside the die's subnet on every die (a missing netdetect address shows in npu_net_health)",
+            "set gateway_<die> (and netdetect_<die>) in /etc/hccn.conf, then `hccn_tool -a -cfg recovery`",
+            dies=list(gw_bad),
+        ),
+    ]
+    switch = sorted(set(tls.values()))
+    out.append(
+        check(
+            "npu_tls",
+            len(switch) == 1 and switch != ["?"],
+            f"TLS switch {switch[0]} on all {dies} dies"
+            if len(switch) == 1
+            else _die_list({d: f"switch {v}" for d, v in tls.items()}),
+            "one TLS switch value on every die of every host",
+            "make the TLS switch the same everywhere (`hccn_tool -i <die> -tls -s enable <0|1>`): HCCL links "
+            "between dies with different switches never establish (EI0006)",
+            dies=[d for d, v in tls.items() if v == "?"] if len(switch) == 1 else list(tls),
+        )
+    )
+    if p["inter_server_link"] == "hccs":
+        out.append(
+            check(
+                "npu_vnic",
+                not vnic_bad,
+                _die_list(vnic_bad) or n,
+                "vNIC UP with an address on every die (HCCS between servers)",
+                "check the super-pod's HCCS links (`hccn_tool -i <die> -vnic -g`), or set site_inter_server_link: roce",
+                dies=list(vnic_bad),
+            )
+        )
+    out.append(ping_check(p, host, hccn, link_bad))
+    mask_values = sorted(set(masks.values()))
+    net = {
+        "tls": switch[0] if len(switch) == 1 else "mixed",
+        "netmask": mask_values[0] if len(mask_values) == 1 else "mixed",
+    }
+    return out, net
+
+
+def ping_check(p: dict[str, Any], host: Host, hccn: str, link_bad: dict[int, str]) -> Check:
+    plan = p["ping_plan"]
+    bad: dict[int, str] = {}
+    peers = set()
+    for item in plan:
+        die, addr = int(item["die"]), str(item["address"])
+        peers.add(str(item.get("peer", "")))
+        cmd = "-hccs_ping" if item.get("path") == "hccs" else "-ping"
+        rc, text = host.query([hccn, "-i", str(die), cmd, "-g", "address", addr])
+        loss = parse_ping_loss(text)
+        if loss is None:
+            bad[die] = f"ping {addr} failed ({first_line(text)})"
+        elif loss > 0:
+            bad[die] = f"{loss:.2f}% loss to {addr}"
+    hosts = sorted(x for x in peers if x)
+    found = _die_list(bad) or f"{len(plan)} pings to {len(hosts)} hosts OK"
+    return check(
+        "npu_ping",
+        not bad,
+        found if plan else "no peers (single host)",
+        "0% loss from every die to its planned peer die (every other host covered)",
+        "check the NPU-network route between these dies (switch, VLAN, ip_rule/ip_route in hccn.conf, "
+        "`hccn_tool -i <die> -lldp -g` for mis-cabling)",
+        dies=list(bad),
+        peers=[str(i["peer"]) for i in plan if int(i["die"]) in bad],
+    )
 
 
 def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str, Any]]:
@@ -370,21 +879,37 @@ def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str
                 "install Docker or set container_engine_offline_dir to the site's offline packages",
             )
         )
-    if not p["simulated"]:
-        present = os.path.isfile(p["ascend_runtime_path"])
-        found = (
-            "present" if present else ("missing, installer provided" if p["ascend_runtime_installable"] else "missing")
-        )
-        out.append(
-            check(
-                "ascend_docker_runtime",
-                present or p["ascend_runtime_installable"],
-                found,
-                p["ascend_runtime_path"],
-                "provide Ascend-docker-runtime_<version>_linux-<arch>.run in container_engine_offline_dir",
-            )
-        )
+    if rc == 0:
+        rc4, text4 = host.run([docker, "info", "--format", "{{.DefaultRuntime}}|{{json .Runtimes}}"])
+        out.append(default_runtime_check(rc4, text4, host))
     return out, info
+
+
+def default_runtime_check(rc: int, text: str, host: Host) -> Check:
+    """The recipe hands devices to its containers itself (compose.yaml `devices:`) and sets no
+    ASCEND_VISIBLE_DEVICES, so the Ascend Docker Runtime adds nothing (its hook acts only on that variable). What
+    can still break is a daemon whose default runtime names a binary that is gone: every container start fails."""
+    expected = "the default runtime's binary present (runc; ascend only if installed)"
+    if rc != 0:
+        return check(
+            "docker_default_runtime", False, f"docker info failed: {first_line(text)}", expected, "check dockerd"
+        )
+    name, _, runtimes = text.partition("|")
+    try:
+        import json
+
+        path = str((json.loads(runtimes or "{}").get(name) or {}).get("path") or name)
+    except ValueError:
+        path = name
+    present = os.path.isfile(path) if path.startswith("/") else bool(host.tool(path))
+    return check(
+        "docker_default_runtime",
+        present,
+        f"{name} ({path}{'' if present else ' missing'})",
+        expected,
+        f"install the runtime at {path} or remove `default-runtime: {name}` from /etc/docker/daemon.json and restart "
+        "docker (the recipe does not need the Ascend Docker Runtime)",
+    )
 
 
 def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
@@ -488,13 +1013,19 @@ def engine_limits() -> dict[str, int]:
 def run_all(p: dict[str, Any]) -> dict[str, Any]:
     host = Host(p)
     tcheck, stamp = time_check(host)
-    checks = platform_checks(p) + version_checks(p) + device_node_checks(p) + npu_checks(p, host)
+    checks = platform_checks(p) + [memory_check(p), nic_check(p, host), firewall_check(p, host)]
+    versions, installed = version_checks(p)
+    checks += versions + device_node_checks(p)
+    npu, net = npu_checks(p, host, installed)
+    checks += npu
     rt, info = runtime_checks(p, host)
     checks += rt + storage_checks(p, info["docker_root"])
     if tcheck:
         checks.append(tcheck)
     return {
         "checks": checks,
+        "net": net,
+        "device_queries": {"count": host.queries, "seconds": round(host.query_s, 2)},
         "clock": stamp,
         "clock_source": "ntp" if tcheck else "none",
         "docker_present": info["docker"],
@@ -507,10 +1038,15 @@ def run_all(p: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     spec = {
         "expected_dies": {"type": "int", "required": True},
-        "chips_per_npu": {"type": "int", "default": 2},
         "hdk_min": {"type": "str", "required": True},
         "npu_ips": {"type": "list", "elements": "str", "required": True},
-        "ping_targets": {"type": "list", "elements": "str", "default": []},
+        "ping_plan": {"type": "list", "elements": "dict", "default": []},
+        "inter_server_link": {"type": "str", "default": "roce", "choices": ["roce", "hccs"]},
+        "cluster_ip": {"type": "str", "required": True},
+        "cluster_nic": {"type": "str", "required": True},
+        "cluster_peers": {"type": "list", "elements": "str", "default": []},
+        "compose_project": {"type": "str", "default": "verl-recipe"},
+        "min_host_ram_gib": {"type": "float", "default": 0},
         "simulated": {"type": "bool", "default": False},
         "allowed_arch": {"type": "list", "elements": "str", "required": True},
         "allowed_os": {"type": "list", "elements": "str", "required": True},
@@ -520,12 +1056,12 @@ def main() -> None:
         "ckpt_root": {"type": "str", "required": True},
         "min_free_disk_gib": {"type": "float", "required": True},
         "docker_installable": {"type": "bool", "default": False},
-        "ascend_runtime_path": {"type": "str", "required": True},
-        "ascend_runtime_installable": {"type": "bool", "default": False},
         "driver_version_file": {"type": "str", "default": "/usr/local/Ascend/driver/version.info"},
         "firmware_version_file": {"type": "str", "default": "/usr/local/Ascend/firmware/version.info"},
+        "hccn_conf_file": {"type": "str", "default": "/etc/hccn.conf"},
+        "meminfo_file": {"type": "str", "default": "/proc/meminfo"},
+        "os_release_file": {"type": "str", "default": "/etc/os-release"},
         "tool_dirs": {"type": "list", "elements": "str", "default": []},
-        "parallel": {"type": "int", "default": 16},
         "command_timeout": {"type": "int", "default": 60},
     }
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)

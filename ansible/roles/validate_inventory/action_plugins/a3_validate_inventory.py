@@ -14,7 +14,17 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
-HOST_KEYS = ("ansible_host", "ansible_port", "a3_node_rank", "a3_cluster_ip", "a3_cluster_nic", "a3_npu_ips")
+HOST_KEYS = (
+    "ansible_host",
+    "ansible_port",
+    "a3_node_rank",
+    "a3_cluster_ip",
+    "a3_cluster_nic",
+    "a3_npu_ips",
+    "a3_vnic_ips",
+)
+# Optional site settings and their defaults.
+LINK_MODES = ("roce", "hccs")
 SITE_KEYS = (
     "site_simulated",
     "site_expected_dies",
@@ -30,6 +40,7 @@ SITE_KEYS = (
     "site_dashboard_port",
     "site_install_dir",
 )
+OPTIONAL_SITE_KEYS = ("site_inter_server_link",)
 MISSING = object()
 NIC_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 HDK_RE = re.compile(r"^\d+\.\d+\.(rc\d+|\d+)(\.\d+)*$", re.IGNORECASE)
@@ -119,6 +130,13 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
     if len(ports) == 2 and ports[0] == ports[1]:
         errors.append(f"inventory: site_ray_port and site_dashboard_port are both {ports[0]} (fix: 6379 and 8265)")
 
+    link = site.get("site_inter_server_link", "roce")
+    if link not in LINK_MODES:
+        errors.append(
+            f"inventory: site_inter_server_link={link!r} must be roce or hccs (fix: roce unless the hosts are one "
+            "A3 SuperPoD whose HCCS carries the traffic between servers)"
+        )
+
     lo, hi = control["ansible_min"], control["ansible_max"]
     have = version_tuple(control["ansible_version"])
     if not version_tuple(lo) <= have < version_tuple(hi):
@@ -129,6 +147,24 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
     for path in control.get("required_files", []):
         if not os.path.isfile(path):
             errors.append(f"control node: {path} is missing (fix: check out the whole repository)")
+    return errors
+
+
+def check_vnic(nodes: list[str], hosts: dict[str, dict[str, Any]], dies: Any) -> list[str]:
+    """site_inter_server_link: hccs: HCCL reaches the other servers over HCCS at the dies' virtual NIC addresses
+    (`hccn_tool -i <die> -vnic -g`), so the preflight pings those and needs them per host."""
+    errors: list[str] = []
+    for name in nodes:
+        ips = hosts[name].get("a3_vnic_ips", MISSING)
+        if not isinstance(ips, list) or (_is_int(dies) and len(ips) != dies):
+            errors.append(
+                f"inventory: {name}: a3_vnic_ips={_show(ips)} must list {dies} vNIC addresses when "
+                "site_inter_server_link is hccs (fix: `hccn_tool -i <die> -vnic -g` on that host)"
+            )
+            continue
+        for die, raw in enumerate(ips):
+            if _ipv4(raw) is None:
+                errors.append(f"inventory: {name}: a3_vnic_ips[{die}]={raw!r} is not an IPv4 address")
     return errors
 
 
@@ -236,7 +272,7 @@ class ActionModule(ActionBase):
             hosts[name] = {k: hv[k] for k in HOST_KEYS if k in hv}
         # Site variables live in group `all`; read them as the hosts see them (first node, else this play).
         source = hostvars[nodes[0]] if nodes else task_vars
-        site = {k: source[k] for k in SITE_KEYS if k in source}
+        site = {k: source[k] for k in SITE_KEYS + OPTIONAL_SITE_KEYS if k in source}
         control = {
             "ansible_version": ANSIBLE_CORE_VERSION,
             "ansible_min": str(args.get("ansible_min", "2.19")),
@@ -244,6 +280,8 @@ class ActionModule(ActionBase):
             "required_files": list(args.get("required_files", [])),
         }
         errors = check_site(site, control) + check_hosts(nodes, heads, hosts, site.get("site_expected_dies"))
+        if site.get("site_inter_server_link") == "hccs":
+            errors += check_vnic(nodes, hosts, site.get("site_expected_dies"))
         result["hosts"] = len(nodes)
         result["changed"] = False
         if errors:

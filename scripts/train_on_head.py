@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Start a training run on the Ray head of an inventory from the control node, and stream its output.
+
+`make train RECIPE=qwen3.5-397b INVENTORY=inventory/<site> ARGS="--rehearse"` runs, on the head host, exactly what a
+user types there: `cd <site_install_dir> && docker compose run --rm train-<model> <ARGS>`. The SSH connection takes
+the inventory's own settings (user, port, key, known_hosts), so host keys are checked as deploy.yml checks them.
+Exit code: the remote command's (2: refused launch, 3: cluster not ready; README "Exit codes"), 2 for a bad request
+here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPES = REPO / "entrypoints" / "verl_recipe" / "recipes"
+
+
+def fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def service_of(recipe: str) -> str | None:
+    """qwen3.5-397b -> train-397b (compose.yaml names one service per recipe)."""
+    if not (RECIPES / f"{recipe}.yaml").is_file() or recipe.startswith("_"):
+        return None
+    return "train-" + recipe.removeprefix("qwen3.5-")
+
+
+def inventory(path: str) -> dict:
+    ansible_inventory = REPO / ".venv" / "bin" / "ansible-inventory"
+    exe = str(ansible_inventory) if ansible_inventory.exists() else "ansible-inventory"
+    p = subprocess.run(
+        [exe, "-i", path, "--list"],
+        cwd=REPO / "ansible",
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_CONFIG": "ansible.cfg"},
+    )
+    if p.returncode:
+        raise ValueError(f"ansible-inventory could not read {path}: {p.stderr.strip().splitlines()[-1:]}")
+    return json.loads(p.stdout)
+
+
+def head_ssh(inv: dict, inv_dir: Path) -> tuple[list[str], str, str]:
+    heads = inv.get("ray_head", {}).get("hosts", [])
+    if len(heads) != 1:
+        raise ValueError(f"the inventory must have exactly one host in group ray_head, found {heads or 'none'}")
+    head = heads[0]
+    hv = inv.get("_meta", {}).get("hostvars", {}).get(head, {})
+    target = hv.get("ansible_host", head)
+    cmd = ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"]
+    if hv.get("ansible_port"):
+        cmd += ["-p", str(hv["ansible_port"])]
+    if hv.get("ansible_ssh_private_key_file"):
+        key = Path(str(hv["ansible_ssh_private_key_file"]))
+        cmd += ["-i", str(key if key.is_absolute() else inv_dir / key)]
+    cmd += shlex.split(str(hv.get("ansible_ssh_common_args", "")))
+    user = hv.get("ansible_user")
+    install_dir = str(hv.get("site_install_dir", "/opt/verl-recipe"))
+    return cmd, (f"{user}@{target}" if user else str(target)), install_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--recipe", required=True)
+    ap.add_argument("--inventory", required=True, help="inventory folder or file (relative to ansible/ or absolute)")
+    ap.add_argument("--print-only", action="store_true", help="print the SSH command instead of running it")
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="arguments of `verl-recipe train` (--rehearse, --set ...)")
+    ns = ap.parse_args(argv)
+    service = service_of(ns.recipe)
+    if service is None:
+        names = sorted(p.stem for p in RECIPES.glob("qwen*.yaml"))
+        return fail(f"RECIPE={ns.recipe} is not a recipe; fix: use one of {', '.join(names)}")
+    inv_path = Path(ns.inventory)
+    inv_abs = inv_path if inv_path.is_absolute() else REPO / "ansible" / inv_path
+    if not inv_abs.exists():
+        return fail(f"INVENTORY={ns.inventory} does not exist; fix: give the inventory folder deploy.yml used")
+    try:
+        ssh, target, install_dir = head_ssh(inventory(str(inv_abs)), inv_abs if inv_abs.is_dir() else inv_abs.parent)
+    except ValueError as e:
+        return fail(f"{e}; fix: correct INVENTORY={ns.inventory}")
+    args = [a for a in ns.args if a != "--"]
+    remote = f"cd {shlex.quote(install_dir)} && docker compose run --rm {service} {shlex.join(args)}".rstrip()
+    # A terminal gets a terminal on the head, so Ctrl-C reaches the run; pipes stream plainly.
+    cmd = [*ssh, *(["-tt"] if sys.stdin.isatty() else []), target, remote]
+    if ns.print_only:
+        print(shlex.join(cmd))
+        return 0
+    print(f"train: {service} on the head {target}: {remote}", file=sys.stderr, flush=True)
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

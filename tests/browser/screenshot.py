@@ -1,0 +1,48 @@
+"""Regenerate README's picture of the readiness page: `make readiness-screenshot` (docs/img/readiness.png).
+
+A 16-host, 16-die report with the faults of reports.FAULTY_16 and a rehearsal with one slow and one broken node,
+rendered by verl_recipe.readiness_page and photographed by headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from verl_recipe.readiness_page import write_page
+
+from tests.browser import chromium
+from tests.browser.reports import FAULTY_16, preflight_report, rehearsal_report, write
+
+WIDTH, HEIGHT = 1100, 1560  # the header, the die grid, the pair matrix and the host badges
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tests.browser.screenshot OUT.png", file=sys.stderr)
+        return 2
+    binary = chromium.find()
+    if not binary:
+        print("error: chromium is not installed; apt-get install -y chromium (scripts/host-deps.sh)", file=sys.stderr)
+        return 2
+    out = Path(argv[0]).resolve()
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        os.chdir(d)  # the header names the reports as given: short relative names in the picture
+        try:
+            pf = write(Path("preflight-sim16.json"), preflight_report(faults=FAULTY_16))
+            rh = write(Path("16-nodes.json"), rehearsal_report(slow="a3-06", broken="a3-10"))
+            page = write_page([pf, rh]).resolve()
+        finally:
+            os.chdir(here)
+        shot = chromium.screenshot(binary, page, d / "shot.png", WIDTH, HEIGHT)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(shot.read_bytes())
+    print(f"{out}: {out.stat().st_size // 1024} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

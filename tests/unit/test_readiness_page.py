@@ -1,0 +1,270 @@
+"""The readiness page renderer on synthetic reports (tests/browser/reports.py builds them with the preflight
+module's and report plugin's own functions): what each die, host pair and host is drawn as, the header, the
+rehearsal, generic rows of checks the renderer has never heard of, escaping, self-containment, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from verl_recipe import readiness_page as rp
+from verl_recipe.cli import main as cli_main
+from verl_recipe.rehearse import NodeReport, write_report
+
+from tests.ansible.helpers import ANSIBLE_DIR
+from tests.browser.reports import FAULTY_16, hosts, preflight_report, rehearsal_report, write
+
+REPO = Path(__file__).resolve().parents[2]
+FAILING_DIES = {("a3-03", 7), ("a3-05", 2), ("a3-12", 4), ("a3-14", 11)}
+
+
+def model_of(*docs: dict) -> rp.Model:
+    return rp.build([rp.classify(f"report-{i}.json", d) for i, d in enumerate(docs)])
+
+
+def statuses(m: rp.Model) -> dict[tuple[str, int], str]:
+    return {(h, d): m.die_status(h, d) for h in m.hosts for d in range(m.dies)}
+
+
+def cell(page: str, host: str, die: int) -> str:
+    m = re.search(rf'<button[^>]*data-host="{host}" data-die="{die}"[^>]*>', page)
+    assert m, f"no cell for {host} die {die}"
+    return m.group(0)
+
+
+def test_healthy_16x16_everything_green() -> None:
+    m = model_of(preflight_report())
+    assert m.hosts == hosts(16) and m.dies == 16
+    assert set(statuses(m).values()) == {"ok"}
+    assert {h: m.host_status(h) for h in m.hosts} == dict.fromkeys(hosts(16), "ok")
+    assert m.schedule_known and not m.failures
+    tried = {k for k, p in m.pairs.items() if p.tried}
+    assert tried == {(hosts(16)[i], hosts(16)[(i + 1) % 16]) for i in range(16)}  # the ring, every die pair
+    assert all(len(m.pairs[k].tried) == 16 and p.status == "ok" for k, p in m.pairs.items())
+    page = rp.Page(m).render()
+    assert page.count('class="cell ok"') == 256 + 16  # dies + ring pairs
+    assert "None: every reported check passed." in page
+
+
+def test_faulty_16x16_names_exactly_the_faults() -> None:
+    m = model_of(preflight_report(faults=FAULTY_16))
+    st = statuses(m)
+    assert {k for k, v in st.items() if v == "fail"} == FAILING_DIES
+    assert {k for k, v in st.items() if v == "nodata"} == {("a3-09", d) for d in range(16)}
+    assert {h for h in m.hosts if m.host_status(h) == "fail"} == {"a3-07", "a3-09", "a3-11"}
+    by_status = {k: p.status for k, p in m.pairs.items()}
+    assert {k for k, v in by_status.items() if v == "fail"} == {("a3-12", "a3-13")}
+    assert m.pairs[("a3-12", "a3-13")].lost.keys() == {(4, 4)}
+    # a lost ping whose target die (or host) failed its own check is drawn as explained, not as a link fault
+    assert {k for k, v in by_status.items() if v == "warn"} == {
+        ("a3-02", "a3-03"),
+        ("a3-04", "a3-05"),
+        ("a3-08", "a3-09"),
+        ("a3-13", "a3-14"),
+    }
+    assert m.pairs[("a3-08", "a3-09")].explained.keys() == {(d, d) for d in range(16)}
+    page = rp.Page(m).render()
+    c = cell(page, "a3-03", 7)
+    assert 'class="cell fail"' in c and "npu_link: fail" in c and "die 7: DOWN" in c
+    assert 'class="cell ok"' in cell(page, "a3-03", 6)
+    assert 'class="cell nodata"' in cell(page, "a3-09", 0) and "unreachable" in cell(page, "a3-09", 0)
+    data = json.loads(re.search(r'id="readiness-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    shown = [data["rows"][i] for i in data["keys"]["d:a3-03:7"]["rows"]]
+    assert ["npu_link", "fail", "die 7: DOWN", "link status UP on every die", "fix npu_link"] in shown
+    assert re.search(r'data-host="a3-07" data-check="free_disk" data-status="fail"', page)
+    problems = page[page.index('id="problems"') :]
+    for row in preflight_report(faults=FAULTY_16)["failures"]:
+        assert rp._e(row["fix"]) in problems and rp._e(row["found"]) in problems
+
+
+def test_header_says_inventory_commit_sources_and_simulated(tmp_path: Path) -> None:
+    pf = write(tmp_path / "preflight-sim16.json", preflight_report())
+    page = rp.render(rp.load([pf]))
+    head = page[: page.index('id="dies"')]
+    assert "Cluster readiness: sim16" in head and "SIMULATED cluster" in head
+    assert rp.source_commit(REPO) in head and str(pf) in head
+    real = rp.render([rp.classify("real.json", preflight_report(simulated=False))])
+    assert "SIMULATED" not in real
+
+
+def test_page_is_self_contained() -> None:
+    page = rp.Page(model_of(preflight_report(faults=FAULTY_16), rehearsal_report(slow="a3-06"))).render()
+    assert not re.search(r"https?:|//[a-z]", page.replace("<!DOCTYPE html>", "")), "a URL in the page"
+    assert not re.search(r"\b(src|href)\s*=|@import|url\(", page)
+    assert page.count("<script") == 2 and page.count("<style>") == 1
+    assert len(page.encode()) < 400_000
+
+
+def test_rehearsal_bars_slowest_node_and_placement() -> None:
+    m = model_of(rehearsal_report(slow="a3-06", broken="a3-10"))
+    page = rp.Page(m).render()
+    assert '<p class="slowest" id="slowest" data-node="a3-06">slowest node: <b>a3-06</b>' in page
+    assert page.count('<div class="pg" data-group=') == 16
+    assert page.count('class="b st fail"') == 1 and "group 9 bundle 5" in page
+    assert 'class="bar slow" data-node="a3-06"' in page and 'class="bar fail" data-node="a3-10"' in page
+    assert 'id="dies"' not in page  # no preflight, no die grid
+    assert "rehearsal: <b>15</b> of 16 nodes clean" in page
+
+
+def test_rehearsal_placement_error_is_shown() -> None:
+    doc = {"summary": {"nnodes": 2, "dies_per_node": 16, "device": "cpu", "error": "1 of 2 placement groups ..."},
+           "nodes": []}  # fmt: skip
+    page = rp.render([rp.classify("r.json", doc)])
+    assert 'id="rehearsal-error">1 of 2 placement groups ...' in page
+
+
+def test_rows_are_drawn_by_their_fields_not_by_check_name() -> None:
+    """A check this renderer has never heard of (another engineer adds them) is drawn from its fields."""
+    doc = preflight_report(n_hosts=3)
+    doc["rows"] += [
+        {"host": "a3-02", "check": "npu_occupancy", "ok": False, "dies": [5], "peers": [],
+         "found": "die 5: held by pid 4242 (train-old)", "expected": "no process on any die", "fix": "stop it"},
+        {"host": "a3-03", "check": "npu_tls", "ok": True, "status": "warn", "die": "0-3",
+         "found": "TLS on", "expected": "same TLS switch on every die of every host", "fix": ""},
+        {"host": "a3-01", "check": "host_ram", "ok": False, "found": "256 GiB", "expected": ">= 1024 GiB",
+         "fix": "add memory"},
+        {"host": "a3-01", "check": "npu_ping_cross", "ok": False, "peer": "a3-03", "die": 3, "peer_die": 9,
+         "found": "100% loss", "expected": "0% loss", "fix": "route"},
+    ]  # fmt: skip
+    m = model_of(doc)
+    st = statuses(m)
+    assert {k for k, v in st.items() if v == "fail"} == {("a3-02", 5), ("a3-01", 3)}  # a failed ping: its sender
+    assert {k for k, v in st.items() if v == "warn"} == {("a3-03", d) for d in range(4)}
+    assert m.host_status("a3-01") == "fail" and "host_ram" in [c.check for c in m.host_checks["a3-01"]]
+    occupancy = [(c.check, t) for c, t in m.die_checks[("a3-02", 5)] if c.status == "fail"]
+    assert occupancy == [("npu_occupancy", "die 5: held by pid 4242 (train-old)")]
+    assert m.pairs[("a3-01", "a3-03")].lost.keys() == {(3, 9)}
+
+
+def test_report_without_meta_still_draws() -> None:
+    """A report saved before the page existed: no meta, so no schedule; pairs come from the lost pings' notes."""
+    doc = preflight_report(n_hosts=4, faults=FAULTY_16[:1])
+    del doc["meta"]
+    m = model_of(doc)
+    assert m.hosts == hosts(4) and m.dies == 16 and not m.schedule_known
+    assert m.pairs[("a3-02", "a3-03")].explained.keys() == {(7, 7)}
+    assert "do not record the ping schedule" in rp.Page(m).render()
+
+
+def test_text_from_reports_is_escaped() -> None:
+    doc = preflight_report(n_hosts=2)
+    doc["rows"].append({"host": "a3-01", "check": "os", "ok": False, "found": "</script><script>alert(1)</script>",
+                        "expected": "<b>x</b>", "fix": "\" onmouseover=\"alert(2)"})  # fmt: skip
+    page = rp.render([rp.classify("x.json", doc)])
+    assert "<script>alert(1)" not in page and "<b>x</b>" not in page and '" onmouseover="' not in page
+    assert page.count("</script>") == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("{not json", "not JSON (line 1"),
+        ('{"rows": [{"check": "os"}]}', "rows[0] has no host/check fields"),
+        ('{"something": 1}', "neither a preflight report"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
+def test_bad_input_one_line_exit_2_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    if content is not None:
+        bad.write_text(content)
+    good = write(tmp_path / "good.json", preflight_report(n_hosts=2))
+    rc = cli_main(["report", str(good), str(bad), "-o", str(tmp_path / "page.html")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and message in err and str(bad) in err
+    assert not (tmp_path / "page.html").exists() and not list(tmp_path.glob("*.html"))
+
+
+def test_cli_report_writes_next_to_the_first_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pf = write(tmp_path / "preflight-site.json", preflight_report(n_hosts=3))
+    rh = write(tmp_path / "3-nodes.json", rehearsal_report(n_hosts=3))
+    assert cli_main(["report", str(pf), str(rh)]) == 0
+    page = tmp_path / "preflight-site.html"
+    assert capsys.readouterr().out.strip() == f"readiness page: {page.as_uri()}"
+    text = page.read_text()
+    assert 'id="dies"' in text and 'id="slowest"' in text and str(rh) in text
+
+
+def test_rehearsal_write_report_writes_json_meta_and_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERL_RECIPE_SIMULATED", "1")
+    out = tmp_path / "rehearsals" / "2-nodes.json"
+    reports = [NodeReport("a3-01", "10.0.0.1", 16, [], 4.0, 1.0, 1.5), NodeReport("a3-02", "10.0.0.2", 16, [], 9.0)]
+    summary = {"nnodes": 2, "dies_per_node": 16, "backend": "gloo", "placement": [{"group": 0, "node": "a3-01"}]}
+    page = write_report(out, reports, summary)
+    doc = json.loads(out.read_text())
+    assert page == out.with_suffix(".html") and page.is_file()
+    assert doc["meta"]["kind"] == "rehearsal" and doc["meta"]["simulated"] is True and doc["meta"]["generated"]
+    text = page.read_text()
+    assert "SIMULATED cluster" in text and 'data-node="a3-02">slowest node: <b>a3-02</b>' in text
+
+
+def test_preflight_plugin_writes_the_page_and_names_it(tmp_path: Path) -> None:
+    from tests.browser.reports import rep
+
+    report = write(tmp_path / "preflight-sim.json", preflight_report(n_hosts=2))
+    line = rep.write_readiness_page(str(report))
+    assert line == f"readiness page: {(tmp_path / 'preflight-sim.html').as_uri()}"
+    meta = json.loads(report.read_text())["meta"]
+    assert meta["inventory"] == "sim2" and meta["hosts"]["a3-02"]["rank"] == 1
+    assert meta["hosts"]["a3-01"]["ping_peer"] == "a3-02" and len(meta["hosts"]["a3-01"]["npu_ips"]) == 16
+    # a page that cannot be drawn is said on the last line; it never fails the preflight
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    assert rep.write_readiness_page(str(broken)).startswith("readiness page not written (ReportError: ")
+
+
+def test_plugin_finds_the_renderer_without_the_installed_package(tmp_path: Path) -> None:
+    """One source: without verl_recipe installed (python -S, no site-packages), the report plugin imports the
+    renderer from this checkout's entrypoints/ and writes the same page."""
+    report = write(tmp_path / "p.json", preflight_report(n_hosts=2))
+    code = f"""
+import importlib.util, sys, types
+for name in ("ansible", "ansible.plugins", "ansible.plugins.action"):
+    sys.modules[name] = types.ModuleType(name)
+sys.modules["ansible.plugins.action"].ActionBase = object
+spec = importlib.util.spec_from_file_location("rep", {str(ANSIBLE_DIR / "roles/preflight/action_plugins/a3_preflight_report.py")!r})
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+print(mod._readiness_page().__file__)
+print(mod.write_readiness_page({str(report)!r}))
+"""  # noqa: E501
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    where, line = proc.stdout.strip().splitlines()
+    assert Path(where).resolve() == REPO / "entrypoints" / "verl_recipe" / "readiness_page.py"
+    assert line == f"readiness page: {report.with_suffix('.html').as_uri()}"
+    assert report.with_suffix(".html").read_text() == rp.render(rp.load([report])).replace(
+        re.search(r"page made</td><td>[^<]*", rp.render(rp.load([report]))).group(0),  # type: ignore[union-attr]
+        re.search(r"page made</td><td>[^<]*", report.with_suffix(".html").read_text()).group(0),  # type: ignore[union-attr]
+    )
+
+
+def test_recorded_ping_plan_gives_the_tried_pairs() -> None:
+    """A schedule of {die, peer, peer_die, address} items (pings across die indices) marks exactly those die pairs
+    tried; a key that is no schedule (a rotation number) marks nothing."""
+    doc = preflight_report(n_hosts=3)
+    names = hosts(3)
+    for i, h in enumerate(names):
+        info = doc["meta"]["hosts"][h]
+        del info["ping_peer"]
+        info["ping_rotation"] = 20788
+        info["ping_plan"] = [
+            {"die": d, "peer": names[(i + 1 + d % 2) % 3], "peer_die": (d + 5) % 16, "address": "x"} for d in range(16)
+        ]
+    m = model_of(doc)
+    assert m.schedule_known
+    assert m.pairs[("a3-01", "a3-02")].tried == {(d, (d + 5) % 16) for d in range(0, 16, 2)}
+    assert m.pairs[("a3-01", "a3-03")].tried == {(d, (d + 5) % 16) for d in range(1, 16, 2)}
+    assert sum(1 for p in m.pairs.values() if p.status == "ok") == 6
+    for info in doc["meta"]["hosts"].values():
+        del info["ping_plan"]
+    bare = model_of(doc)
+    assert not bare.schedule_known and not any(p.tried for p in bare.pairs.values())
