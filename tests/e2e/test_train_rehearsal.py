@@ -96,10 +96,13 @@ def test_real_launch_from_the_control_node_ends_where_the_simulation_ends(deploy
 
 @pytest.mark.docker
 def test_unprepared_host_names_what_is_missing_and_the_fix(deployed: Cluster) -> None:
-    p = on_host(deployed, "a3-03", "mv .env .env.aside && docker compose -f compose.yaml run --rm train-397b; "
-                "rc=$?; mv .env.aside .env; exit $rc")  # fmt: skip
+    # A folder deploy.yml did not prepare: the compose file alone, no .env/node.env (the deploy user may not touch
+    # the real install folder, which is root's).
+    p = on_host(
+        deployed, "a3-03", 'd=$(mktemp -d) && cp compose.yaml "$d"/ && cd "$d" && docker compose run --rm train-397b'
+    )
     assert p.returncode != 0
-    assert "VERL_RECIPE_IMAGE" in p.stderr and "deploy.yml" in p.stderr, p.stderr
+    assert "VERL_RECIPE_IMAGE" in p.stderr and "deploy.yml" in p.stderr and "make deploy" in p.stderr, p.stderr
 
 
 @pytest.mark.docker
