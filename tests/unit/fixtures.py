@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
+import pytest
 from verl_recipe.assets import synthetic_config
 from verl_recipe.models import MODELS
 
@@ -33,3 +36,18 @@ def set_args(values: dict[str, str]) -> list[str]:
     for k, v in values.items():
         out += ["--set", f"{k}={v}"]
     return out
+
+
+def install_fake_verl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, main_source: str) -> None:
+    """`python3 -m verl.trainer.main_ppo` runs `main_source` instead of verl, with this interpreter as `python3`
+    (it has the project installed): a launch runs exactly what it rendered, against a stand-in."""
+    pkg = tmp_path / "fakeverl" / "verl" / "trainer"
+    pkg.mkdir(parents=True)
+    for d in (pkg.parent, pkg):
+        (d / "__init__.py").write_text("")
+    (pkg / "main_ppo.py").write_text(main_source)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fakeverl"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")

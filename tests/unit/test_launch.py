@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from .fixtures import make_shared, set_args
+from .fixtures import install_fake_verl, make_shared, set_args
 from .helpers import run
 
 # A stand-in for `python3 -m verl.trainer.main_ppo` placed first on PYTHONPATH: it records what it received.
@@ -26,17 +25,7 @@ sys.exit(int(os.environ.get("FAKE_VERL_RC", "0")))
 
 @pytest.fixture
 def fake_verl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    pkg = tmp_path / "fakeverl" / "verl" / "trainer"
-    pkg.mkdir(parents=True)
-    for d in (pkg.parent, pkg):
-        (d / "__init__.py").write_text("")
-    (pkg / "main_ppo.py").write_text(FAKE_MAIN)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fakeverl"))
-    # `python3` of the launch must be this interpreter's, which has the project installed.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    install_fake_verl(tmp_path, monkeypatch, FAKE_MAIN)
     out = tmp_path / "fake_out.json"
     monkeypatch.setenv("FAKE_VERL_OUT", str(out))
     return out

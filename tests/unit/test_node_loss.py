@@ -4,9 +4,7 @@ rehearsal and during a run, whose record then names it. No Ray needed: Ray's ans
 from __future__ import annotations
 
 import json
-import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from verl_recipe.rehearse import _get, _wait_ready
 from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
 
-from .fixtures import make_shared, set_args
+from .fixtures import install_fake_verl, make_shared, set_args
 
 EXPECTED = (("a3-01", "10.9.0.11"), ("a3-02", "10.9.0.12"))
 
@@ -187,16 +185,7 @@ time.sleep(60)
 def test_run_that_loses_a_node_is_stopped_and_its_record_names_the_node(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pkg = tmp_path / "fakeverl" / "verl" / "trainer"
-    pkg.mkdir(parents=True)
-    for d in (pkg.parent, pkg):
-        (d / "__init__.py").write_text("")
-    (pkg / "main_ppo.py").write_text(FAKE_MAIN)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fakeverl"))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    install_fake_verl(tmp_path, monkeypatch, FAKE_MAIN)
     paths = make_shared(tmp_path / "shared")
     sets = [s for s in set_args(paths) if s != "--set"]
     recipe, resolved = resolve(Request("qwen3.5-397b", sets=sets))
@@ -225,16 +214,7 @@ def test_run_that_loses_a_node_is_stopped_and_its_record_names_the_node(
 
 
 def test_run_without_losses_keeps_verls_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pkg = tmp_path / "fakeverl" / "verl" / "trainer"
-    pkg.mkdir(parents=True)
-    for d in (pkg.parent, pkg):
-        (d / "__init__.py").write_text("")
-    (pkg / "main_ppo.py").write_text("import sys; sys.exit(7)\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fakeverl"))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    install_fake_verl(tmp_path, monkeypatch, "import sys; sys.exit(7)\n")
     paths = make_shared(tmp_path / "shared")
     recipe, resolved = resolve(Request("qwen3.5-397b", sets=[s for s in set_args(paths) if s != "--set"]))
     members = [view("a3-01", "10.9.0.11")]
