@@ -115,6 +115,25 @@ def faults_named(rows: list[dict[str, Any]], injected: list[tuple[str, str]]) ->
     return [pair for pair in injected if pair in failed]
 
 
+def ping_coverage(report: dict[str, Any]) -> dict[str, int]:
+    """From a preflight report's meta: the host pairs and receiving dies its NPU pings tried, of all there are."""
+    hosts = (report.get("meta") or {}).get("hosts") or {}
+    pairs, dies, pings = set(), set(), 0
+    for name, info in hosts.items():
+        for item in info.get("ping_plan") or []:
+            pings += 1
+            pairs.add(frozenset((name, item["peer"])))
+            dies.add((item["peer"], item["peer_die"]))
+    n = len(hosts)
+    return {
+        "hosts": n,
+        "pings": pings,
+        "host_pairs": len(pairs),
+        "host_pairs_total": n * (n - 1) // 2,
+        "dies_pinged": len(dies),
+    }
+
+
 def fmt(value: float | int | None) -> str:
     if value is None:
         return "n/a"

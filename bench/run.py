@@ -39,6 +39,7 @@ from benchlib import (  # noqa: E402
     merge,
     named_lost,
     nodeloss_figures,
+    ping_coverage,
     ratio,
     ray_dead_after,
     recap,
@@ -410,6 +411,9 @@ def image_section(c: Cluster, run_id: str) -> list[Figure]:
 def preflight_section(c: Cluster, run_id: str, deploy_s: float | None = None) -> list[Figure]:
     ok_s, p = c.playbook("--tags", "preflight")
     must(p, "healthy preflight")
+    healthy = json.loads((ANSIBLE / ".cache" / "reports" / f"preflight-{c.name}.json").read_text())
+    cov = ping_coverage(healthy)
+    false_alarms = [f"{r['host']} {r['check']}" for r in healthy["rows"] if not r.get("ok", True)]
     targets = c.hosts[1:] or c.hosts
     injected: list[tuple[str, str]] = []
     plan = []
@@ -437,6 +441,25 @@ def preflight_section(c: Cluster, run_id: str, deploy_s: float | None = None) ->
     }
     n = c.nodes
     return [
+        Figure(
+            "3",
+            f"NPU ping host pairs covered in one healthy preflight / all pairs ({n} hosts)",
+            ratio(cov["host_pairs"], cov["host_pairs_total"]),
+            "1.0",
+            f"the report's ping plan: {cov['host_pairs']} of {cov['host_pairs_total']} host pairs and "
+            f"{cov['dies_pinged']} of {n} x dies receiving a ping, {cov['pings']} pings (one per die, one after "
+            f"another per host, as the same-index plan before it sent); healthy preflight {ok_s:.0f} s",
+            run_id,
+            {**cov, "healthy_s": round(ok_s, 1)},
+        ),
+        Figure(
+            "3",
+            f"failed rows in a healthy preflight ({n} hosts)",
+            len(false_alarms),
+            "0",
+            "rows with ok=false in the healthy run's report (false alarms): " + (", ".join(false_alarms) or "none"),
+            run_id,
+        ),
         Figure(
             "3",
             f"preflight faults named / injected ({n} hosts)",

@@ -153,7 +153,7 @@ lock-npu-ascend: venv ## Lock the Ascend-index packages (ASCEND_INDEX_URL=...); 
 	bash docker/lock/lock.sh ascend
 # Through the environment, not the logged command line (the URL may carry a token).
 lock-npu-ascend: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
-lock-npu lock-npu-ascend lock-npu-check lock-sim-check: export PY := $(PY)
+lock-npu lock-npu-ascend lock-npu-check lock-sim-check: export PY = $(VENV)/bin/python
 lock-sim-check: export SIM_FIND_LINKS := $(SIM_FIND_LINKS)
 lock-sim-check: export SIM_PLATFORM := $(SIM_PLATFORM)
 

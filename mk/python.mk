@@ -1,32 +1,33 @@
-# Python toolchain: a pinned virtual environment built from hashed lock files.
+# Python toolchain: a pinned virtual environment built from hashed lock files (requirements/lock.sh says which).
 VENV      ?= .venv
 PY        := $(VENV)/bin/python
 UV_VER    := 0.13.8
 # uv itself is pinned; it is installed into the base interpreter once.
 UV        := $(shell command -v uv 2>/dev/null)
+# Folders that may hold the CPU torch wheel requirements/dev.lock pins; without it the venv takes
+# requirements/dev-pypi.lock (PyPI's CUDA torch: several GB more). The same folders as the simulated runtime's.
+DEV_FIND_LINKS ?= $(SIM_FIND_LINKS)
+DEV_LOCKS := requirements/dev.lock requirements/dev-pypi.lock requirements/verl.lock
 
-$(VENV)/.stamp: requirements/dev.lock requirements/verl.lock pyproject.toml
+# requirements/lock.sh install picks the lock (the CPU torch wheel's, or PyPI's) and upgrades an existing venv in
+# place without a gap. verl comes from verl.lock without its dependencies; what `import verl` needs is in the dev lock.
+# $(VENV)/bin/python rather than $(PY): a target that needs the venv may carry its own PY, and its prerequisites
+# (this one) inherit it.
+$(VENV)/.stamp: $(DEV_LOCKS) pyproject.toml requirements/lock.sh
 	@command -v uv >/dev/null || python3 -m pip install --quiet "uv==$(UV_VER)"
-	uv venv --quiet --python python3.11 $(VENV)
-	uv pip install --quiet --python $(PY) --require-hashes -r requirements/dev.lock
-	# verl brings its Hydra config; its runtime dependencies (torch, vllm, ...) are deliberately not installed.
-	uv pip install --quiet --python $(PY) --require-hashes --no-deps -r requirements/verl.lock
-	uv pip install --quiet --python $(PY) --no-deps -e .
+	test -x $(VENV)/bin/python || uv venv --quiet --python python3.11 $(VENV)
+	DEV_FIND_LINKS="$(DEV_FIND_LINKS)" bash requirements/lock.sh install $(VENV)/bin/python
 	touch $@
 
 .PHONY: venv
-venv: $(VENV)/.stamp ## Create the pinned development environment (.venv)
+venv: $(VENV)/.stamp ## Create or upgrade the pinned development environment (.venv), verl importable in it
 
 .PHONY: lock
-lock: ## Re-resolve requirements/*.in into hashed lock files
-	uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform linux requirements/dev.in -o requirements/dev.lock
-	uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform linux --no-deps requirements/verl.in -o requirements/verl.lock
+lock: venv ## Re-resolve requirements/*.in into hashed lock files (dev.lock needs the CPU torch wheel's folder)
+	bash requirements/lock.sh write
 
 .PHONY: lock-check
-lock-check: ## Fail when a lock file no longer matches its input
-	@for f in dev verl; do \
-	  extra=""; [ $$f = verl ] && extra="--no-deps"; \
-	  uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform linux $$extra requirements/$$f.in -o /tmp/verl-recipe-$$f.lock; \
-	  diff <(grep -v '^#' requirements/$$f.lock) <(grep -v '^#' /tmp/verl-recipe-$$f.lock) >/dev/null \
-	    || { echo "requirements/$$f.lock is stale: run 'make lock' and commit it"; exit 1; }; \
-	done; echo "lock files match their inputs"
+lock-check: venv ## Fail when a lock file no longer matches its input (needs PyPI)
+	bash requirements/lock.sh check
+lock lock-check: export PY := $(PY)
+lock lock-check: export DEV_FIND_LINKS := $(DEV_FIND_LINKS)

@@ -4,6 +4,7 @@ NODES         ?= 3
 SIM_SUBNET    ?=
 SIM_INVENTORY ?=
 SIM_SHARED_DIR ?=
+SIM_LINK      ?=
 HOST          ?=
 FAULT         ?=
 FORCE         ?=
@@ -11,7 +12,8 @@ BASE_IMAGE_TAG ?= verl-recipe-base:bookworm
 SIM_HOST_IMAGE ?= verl-recipe-sim-host:bookworm
 SIM_SIZES     ?= 1,4,16
 SIMCTL = SIM_NAME='$(SIM_NAME)' SIM_SUBNET='$(SIM_SUBNET)' SIM_INVENTORY='$(SIM_INVENTORY)' \
-  SIM_SHARED_DIR='$(SIM_SHARED_DIR)' SIM_HOST_IMAGE='$(SIM_HOST_IMAGE)' $(PY) docker/sim-host/simctl.py
+  SIM_SHARED_DIR='$(SIM_SHARED_DIR)' SIM_LINK='$(SIM_LINK)' SIM_HOST_IMAGE='$(SIM_HOST_IMAGE)' \
+  $(PY) docker/sim-host/simctl.py
 
 .PHONY: base-image
 base-image: ## Debian bookworm base image from debootstrap (verl-recipe-base:bookworm; FORCE=1 rebuilds)

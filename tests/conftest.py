@@ -18,6 +18,18 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def verl_checks_only_where_tested(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl's own start-up checks cost 3-8 s of CPU per `validate` (verl's imports in a child process): they run in
+    the tests marked verl_checks, which test them; every other test validates with them off, as the note says."""
+    from verl_recipe.verl_check import SWITCH
+
+    if request.node.get_closest_marker("verl_checks") is None:
+        monkeypatch.setenv(SWITCH, "0")
+    else:
+        monkeypatch.delenv(SWITCH, raising=False)
+
+
 @pytest.fixture(scope="session")
 def sim_image() -> str:
     """verl-recipe:sim, built once per session the way CI builds it (docker layer cache makes reruns cheap)."""

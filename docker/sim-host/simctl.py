@@ -6,6 +6,8 @@ user-defined bridge network `<name>` with a fixed address, its own Docker engine
 and the shared storage volume `<name>-shared`. Every object carries the label org.verl-recipe.sim=<name>, which is
 how status and teardown find them. The inventory (hosts.yml, group_vars/all/sim.yml, the cluster's SSH key pair and
 the hosts' known_hosts) is written to ansible/inventory/sim/ for the default name, ansible/inventory/<name>/ else.
+With --link hccs (SIM_LINK=hccs) the inventory sets site_inter_server_link: hccs and lists each host's a3_vnic_ips
+as the host's own `hccn_tool -i <die> -vnic -g` reports them; `link roce|hccs` rewrites a running cluster's.
 Standard library plus PyYAML (to read docker/versions.yaml).
 """
 
@@ -42,6 +44,7 @@ SHARED_DIRS = ("models", "data", "checkpoints", "runs")
 NPU_NET = "198.18"  # RFC 2544 benchmark range: the simulated NPU (RoCE) addresses are never routed anywhere
 MARKER = ".verl-sim-inventory"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+LINK_MODES = ("roce", "hccs")
 
 
 class SimError(Exception):
@@ -188,7 +191,57 @@ def q(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid double-quoted YAML scalar
 
 
-def write_inventory(inv: Path, cluster: dict[str, Any], arch: str) -> None:
+def vnic_query(dies: int = DIES) -> str:
+    """The shell loop an operator runs on a host to fill in a3_vnic_ips: `hccn_tool -i <die> -vnic -g` per die."""
+    return f'for d in $(seq 0 {dies - 1}); do echo "== die $d"; hccn_tool -i "$d" -vnic -g || echo "exit $?"; done'
+
+
+def parse_vnic(host: str, text: str, dies: int = DIES) -> list[str]:
+    """The vNIC addresses in the output of vnic_query(), die by die; a die whose vNIC is not UP, has no address
+    or did not answer is an error: the inventory lists only what the host really reports."""
+    found: dict[int, dict[str, str]] = {}
+    die = -1
+    for line in text.splitlines():
+        m = re.fullmatch(r"== die (\d+)", line.strip())
+        if m:
+            die = int(m.group(1))
+            found[die] = {}
+        elif die >= 0 and ":" in line:
+            k, _, v = line.partition(":")
+            found[die][k.strip()] = v.strip()
+        elif die >= 0 and line.startswith("exit "):
+            found[die]["exit"] = line.split()[1]
+    ips, bad = [], []
+    for d in range(dies):
+        kv = found.get(d, {})
+        if kv.get("vnic link status") != "UP" or not kv.get("vnic ipaddr") or "exit" in kv:
+            bad.append(f"die {d}: {kv.get('vnic link status') or 'no answer'}")
+        ips.append(kv.get("vnic ipaddr", ""))
+    if bad:
+        raise SimError(f"{host}: `hccn_tool -vnic -g` shows no usable vNIC ({'; '.join(bad)}): clear its faults first")
+    return ips
+
+
+def read_vnic_ips(name: str, cluster: dict[str, Any]) -> dict[str, list[str]]:
+    """Each host's vNIC addresses, read from the host's own tool (not computed here)."""
+
+    def one(host: str) -> list[str]:
+        p = docker("exec", container(name, host), "sh", "-c", vnic_query(), check=False)
+        return parse_vnic(host, p.stdout)
+
+    hosts = [str(h["name"]) for h in cluster["hosts"]]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        return dict(zip(hosts, pool.map(one, hosts), strict=True))
+
+
+def write_inventory(
+    inv: Path, cluster: dict[str, Any], arch: str, link: str = "roce", vnic_ips: dict[str, list[str]] | None = None
+) -> None:
+    """hosts.yml, group_vars/all/sim.yml, ssh_config and cluster.json; link hccs needs every host's vnic_ips."""
+    if link not in LINK_MODES:
+        raise SimError(f"SIM_LINK '{link}' is not valid: use roce (default) or hccs")
+    if link == "hccs" and any(not (vnic_ips or {}).get(h["name"]) for h in cluster["hosts"]):
+        raise SimError("SIM_LINK=hccs needs the vNIC addresses of every host")
     key, kh = inv / "id_ed25519", inv / "known_hosts"
     lines = [
         "---",
@@ -214,6 +267,9 @@ def write_inventory(inv: Path, cluster: dict[str, Any], arch: str) -> None:
             "          a3_npu_ips:",
         ]
         lines += [f"            - {ip}" for ip in h["npu_ips"]]
+        if link == "hccs" and vnic_ips:
+            lines.append("          a3_vnic_ips:")
+            lines += [f"            - {ip}" for ip in vnic_ips[h["name"]]]
     lines += ["    ray_head:", "      hosts:", f"        {cluster['hosts'][0]['name']}:"]
     (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
 
@@ -229,6 +285,8 @@ def write_inventory(inv: Path, cluster: dict[str, Any], arch: str) -> None:
         f"site_expected_arch: {arch}",
         "# docker/versions.yaml host.hdk_min when the cluster was brought up",
         f"site_hdk_min: {q(cluster['hdk_min'])}",
+        "# How HCCL crosses servers (SIM_LINK): roce, or hccs with each host's a3_vnic_ips from its hccn_tool -vnic -g",
+        f"site_inter_server_link: {link}",
         f"site_shared_root: {SHARED_ROOT}",
         f"site_model_path: {SHARED_ROOT}/models/Qwen3.5-35B-A3B",
         f"site_data_path: {SHARED_ROOT}/data/geo3k",
@@ -313,6 +371,8 @@ def wait_ready(cname: str, deadline: float) -> float:
 def up(a: argparse.Namespace) -> dict[str, Any]:
     name, nodes = a.name, a.nodes
     check_name(name)
+    if a.link not in LINK_MODES:
+        raise SimError(f"SIM_LINK '{a.link}' is not valid: use roce (default) or hccs")
     if not 1 <= nodes <= MAX_NODES:
         raise SimError(f"NODES={nodes} is out of range: give 1 to {MAX_NODES}")
     existing = labelled("container", name) + labelled("network", name) + labelled("volume", name)
@@ -410,7 +470,8 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         first = container(name, cluster["hosts"][0]["name"])
         dirs = [f"{SHARED_ROOT}/{d}" for d in SHARED_DIRS]
         docker("exec", first, "sh", "-c", f"mkdir -p {' '.join(dirs)} && chown {SSH_USER}: {' '.join(dirs)}")
-        write_inventory(inv, cluster, docker("exec", first, "uname", "-m").stdout.strip())
+        vnics = read_vnic_ips(name, cluster) if a.link == "hccs" else None
+        write_inventory(inv, cluster, docker("exec", first, "uname", "-m").stdout.strip(), a.link, vnics)
         # The first login goes through SSH with host key checking on, as Ansible's will.
         with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
             logins = {
@@ -424,7 +485,7 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         teardown(name, inv, quiet=True)
         raise
     total = time.monotonic() - t0
-    print(f"sim-up: {nodes} host(s) of '{name}' ready in {total:.1f} s on {net}; inventory {inv}")
+    print(f"sim-up: {nodes} host(s) of '{name}' ready in {total:.1f} s on {net} ({a.link}); inventory {inv}")
     print(f"sim-up: ssh -F {inv / 'ssh_config'} a3-01    |    ansible-playbook -i {inv / 'hosts.yml'} ...")
     return {"total_s": total, "per_host_s": timings, "inventory": str(inv)}
 
@@ -479,6 +540,24 @@ def status(a: argparse.Namespace) -> int:
     inv = Path(a.inventory) if a.inventory else default_inventory(a.name)
     print(f"inventory: {inv / 'hosts.yml'}   shared storage: volume {a.name}-shared at {SHARED_ROOT} on every host")
     return 0
+
+
+def link(a: argparse.Namespace) -> None:
+    """Rewrite a running cluster's inventory for another inter-server link (keys and known_hosts are kept)."""
+    check_name(a.name)
+    if a.mode not in LINK_MODES:
+        raise SimError(f"link '{a.mode}' is not valid: use roce or hccs")
+    inv = Path(a.inventory) if a.inventory else default_inventory(a.name)
+    if not (inv / MARKER).exists() or not (inv / "cluster.json").exists():
+        raise SimError(f"{inv} is no inventory of simctl.py: run `make sim-up SIM_NAME={a.name}` first")
+    cluster = json.loads((inv / "cluster.json").read_text())
+    states = {h["name"]: host_state(container(a.name, h["name"])) for h in cluster["hosts"]}
+    if any(s != "running" for s in states.values()):
+        raise SimError(f"every host must run to read its tools: {states}; `make sim-fault ... FAULT=clear` first")
+    first = container(a.name, cluster["hosts"][0]["name"])
+    vnics = read_vnic_ips(a.name, cluster) if a.mode == "hccs" else None
+    write_inventory(inv, cluster, docker("exec", first, "uname", "-m").stdout.strip(), a.mode, vnics)
+    print(f"sim-link: inventory {inv} now uses site_inter_server_link: {a.mode}")
 
 
 def host_state(cname: str) -> str:
@@ -582,7 +661,7 @@ def measure(a: argparse.Namespace) -> None:
     rows = []
     for n in [int(x) for x in a.sizes.split(",")]:
         ns = argparse.Namespace(
-            name=a.name, nodes=n, subnet=a.subnet, inventory=a.inventory, image=a.image, shared_dir=""
+            name=a.name, nodes=n, subnet=a.subnet, inventory=a.inventory, image=a.image, shared_dir="", link="roce"
         )
         before = meminfo_used()
         try:
@@ -652,8 +731,11 @@ def main(argv: list[str]) -> int:
     u.add_argument("--nodes", type=int, default=3)
     u.add_argument("--subnet", default=os.environ.get("SIM_SUBNET", ""), help="IPv4 subnet, or auto")
     u.add_argument("--shared-dir", default=os.environ.get("SIM_SHARED_DIR", ""), help="host folder instead of a volume")
+    u.add_argument("--link", default=os.environ.get("SIM_LINK") or "roce", help="inter-server link: roce or hccs")
     sub.add_parser("down")
     sub.add_parser("status")
+    ln = sub.add_parser("link", help="rewrite the inventory of a running cluster for roce or hccs")
+    ln.add_argument("mode")
     f = sub.add_parser("fault")
     f.add_argument("host")
     f.add_argument("fault")
@@ -674,6 +756,8 @@ def main(argv: list[str]) -> int:
             fault(a)
         elif a.cmd == "measure":
             measure(a)
+        elif a.cmd == "link":
+            link(a)
     except SimError as e:
         print(f"simctl: {e}", file=sys.stderr)
         return 1

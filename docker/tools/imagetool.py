@@ -4,7 +4,7 @@
 Every version a Dockerfile or a lock input needs is read here from the manifest, so nothing repeats a pin by hand.
 Subcommands (all print to stdout or write the file named by -o):
   build-args TARGET [--soc a3|a2] [--set NAME=VALUE ...]   one `--build-arg NAME=VALUE` per line
-  lock-input {npu,npu-ascend,sim,sim-verl}                 the declared input of a lock file
+  lock-input {npu,npu-ascend,sim,sim-verl,dev-verl}        the declared input of a lock file
   image-tag {npu-runtime,npu}                              the tag the NPU images get
   label-check IMAGE                                        fail when an image lacks an OCI label
   get KEY                                                  one manifest value (dotted key)
@@ -248,17 +248,20 @@ def lock_input(kind: str) -> str:
         f"(sha256 {manifest_sha256()[:12]}).\n"
         "# Do not edit: change docker/versions.yaml (or docker/lock/npu.in.tmpl) and run the lock target.\n"
     )
-    if kind == "sim":
+    if kind in ("sim", "dev-verl"):
+        # dev-verl: what the development venv (requirements/dev.in includes it) adds so that verl imports there.
         sim = sim_pins()
         lines = [
+            # verl declares ray[default]; its reward loop imports aiohttp, which only the extra brings.
             f"ray[default]=={pk['ray']}",
             f"torch=={sim['torch_cpu']}",
             f"hydra-core=={pk['hydra_core']}",
             f"omegaconf=={pk['omegaconf']}",
             f"PyYAML=={pk['pyyaml']}",
-            # The recipe layer builds the verl_recipe wheel offline with the runtime's own setuptools.
-            f"setuptools=={sim['setuptools']}",
         ]
+        if kind == "sim":
+            # The recipe layer builds the verl_recipe wheel offline with the runtime's own setuptools.
+            lines.append(f"setuptools=={sim['setuptools']}")
         lines += verl_import_requirements(sim)
         return head + "\n".join(lines) + "\n"
     if kind == "sim-verl":
@@ -272,7 +275,7 @@ def lock_input(kind: str) -> str:
         return head + body + upstream_requirements()
     if kind == "npu-ascend":
         return head + f"triton-ascend=={pk['triton_ascend']}\n"
-    raise UsageError(f"lock input {kind!r} is unknown: use npu, npu-ascend, sim or sim-verl")
+    raise UsageError(f"lock input {kind!r} is unknown: use npu, npu-ascend, sim, sim-verl or dev-verl")
 
 
 def verl_declared_requires() -> dict[str, list[str]]:

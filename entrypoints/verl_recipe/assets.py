@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from .models import ModelArch
+from .placeholder import PLACEHOLDER
 from .recipes import Recipe
 from .validate import check_paths
-
-PLACEHOLDER = b"verl-recipe simulated-cluster placeholder: not model weights or data\n"
 
 
 def synthetic_config(arch: ModelArch) -> dict[str, Any]:

@@ -1,27 +1,33 @@
 """`verl-recipe`: list, render, validate and launch Qwen3.5 GRPO recipes; doctor; cluster start-up.
 
-Exit codes: 0 success; 2 bad input (every problem printed, one per line); 3 cluster not ready in time;
-other values are the training process's own exit code.
+Exit codes: exitcodes.py (0 success; 2 bad input, every problem printed, one per line; 3 cluster not ready in
+time; 4 a real launch on the simulated cluster); other values are the training process's own exit code.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from .cluster_cli import add_cluster_commands, run_cluster_command
+from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from .exitcodes import EXIT_NOT_READY as EXIT_NOT_READY  # these two also named here, with the others
+from .exitcodes import EXIT_SIMULATED as EXIT_SIMULATED
+from .prepare import add_request_args, prepare, request_of
+from .problems import error, print_lines, refuse
 from .recipes import load_recipe, recipe_names
-from .render import Launch, render, setting_keys
-from .resolve import Request, resolve
-from .settings import Resolved, SettingsError
+from .render import render
+from .resolve import resolve
+from .settings import SettingsError
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_READY = 0, 2, 3
-# A real (not --rehearse) launch on the simulated cluster: validated, rendered and recorded; verl not started.
-EXIT_SIMULATED = 4
+# Commands that parse their own arguments: listed in --help, and handed everything after their name.
+FORWARDED = {
+    "doctor": "check this node and image against the versions manifest",
+    "report": "the readiness page (HTML) from preflight/rehearsal JSON reports",
+}
 
 
 def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -30,24 +36,6 @@ def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         i = args.index("--")
         return args[:i], args[i + 1 :]
     return args, []
-
-
-def add_request_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipe", help="recipe name (verl-recipe list)")
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting (or env.VAR=VALUE for the launch environment); repeatable",
-    )
-    p.add_argument("--site", type=Path, default=None, help="site settings file (default: $VERL_RECIPE_SITE)")
-    p.add_argument(
-        "--skip-path-checks",
-        action="store_true",
-        help="do not check that MODEL_PATH, data and output paths exist (for rendering off-cluster)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,41 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--nodes", type=int, required=True, help="nodes in the cluster")
     p_plan.add_argument("--json", action="store_true")
     p_plan.add_argument("--top", type=int, default=15, help="layouts to list (default 15)")
-    sub.add_parser("doctor", help="check this node and image against the versions manifest", add_help=False)
-    sub.add_parser("report", help="the readiness page (HTML) from preflight/rehearsal JSON reports", add_help=False)
-    from .cluster_cli import add_cluster_commands
-
-    add_cluster_commands(sub, add_request_args)
+    for name, about in FORWARDED.items():
+        sub.add_parser(name, help=about, add_help=False)
+    add_cluster_commands(sub)
     return parser
-
-
-def request_of(ns: argparse.Namespace, extra: list[str]) -> Request:
-    return Request(
-        recipe=ns.recipe, sets=list(ns.sets), extra=extra, site=ns.site, skip_path_checks=bool(ns.skip_path_checks)
-    )
-
-
-def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resolved, list[str]]:
-    """Resolve, render and validate. Returns the launch, the resolved settings and problems as lines."""
-    from .hydra_check import hydra_available
-    from .validate import validate
-
-    recipe, resolved = resolve(req)
-    launch = render(recipe, resolved, req.extra)
-    do_compose = hydra_available() if compose is None else compose
-    problems, notes = validate(
-        recipe,
-        resolved.values,
-        launch,
-        setting_keys(recipe),
-        environ=os.environ,
-        env_overrides=resolved.env_overrides,
-        path_checks=not req.skip_path_checks,
-        compose=do_compose,
-    )
-    for line in [*resolved.warnings, *notes]:
-        print(line, file=sys.stderr)
-    return launch, resolved, [str(p) for p in problems]
 
 
 def cmd_list(as_json: bool) -> int:
@@ -137,16 +94,20 @@ def cmd_list(as_json: bool) -> int:
     return EXIT_OK
 
 
+def run_forwarded(cmd: str, args: list[str]) -> int:
+    if cmd == "doctor":
+        from . import doctor
+
+        return doctor.main(args)
+    from . import readiness_page
+
+    return readiness_page.main(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["doctor"]:
-        from .doctor import main as doctor_main
-
-        return doctor_main(raw[1:])
-    if raw[:1] == ["report"]:
-        from .readiness_page import main as report_main
-
-        return report_main(raw[1:])
+    if raw[:1] and raw[0] in FORWARDED:
+        return run_forwarded(raw[0], raw[1:])
     own, extra = split_extra(raw)
     parser = build_parser()
     ns = parser.parse_args(own)
@@ -162,8 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if ns.cmd == "render":
                 recipe, resolved = resolve(req)
                 launch = render(recipe, resolved, req.extra)
-                for line in resolved.warnings:
-                    print(line, file=sys.stderr)
+                print_lines(resolved.warnings)
                 if ns.json:
                     sys.stdout.write(launch.to_json())
                 else:
@@ -173,20 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return EXIT_OK
             launch, resolved, problems = prepare(req)
             if problems:
-                print("\n".join(problems), file=sys.stderr)
-                print(f"{len(problems)} problem(s) in {req.recipe}; nothing was started", file=sys.stderr)
-                return EXIT_BAD_INPUT
+                return refuse(problems, req.recipe)
             if ns.cmd == "validate":
                 print(f"ok: {req.recipe} is valid ({len(launch.argv) - 3} overrides)")
                 return EXIT_OK
             from .launcher import run_launch
 
             return run_launch(launch, resolved)
-        from .cluster_cli import run_cluster_command
-
         return run_cluster_command(ns, extra)
     except SettingsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return EXIT_BAD_INPUT
 
 

@@ -8,18 +8,21 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
 from .nodeenv import NodeEnv, from_environ
+from .prepare import add_request_args, prepare, request_of
+from .problems import error, print_lines, refuse
 from .settings import SettingsError
+from .topology import DIES_PER_NODE
 
 DEFAULT_JOIN_DEADLINE_S = 600.0
 DEFAULT_WAIT_DEADLINE_S = 900.0
 
 
-def add_cluster_commands(sub: Any, add_request_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_cluster_commands(sub: Any) -> None:
     p_node = sub.add_parser("node", help="run this host's Ray node (head or worker) until stopped")
     p_node.add_argument("--role", choices=("head", "worker"), required=True)
     p_node.add_argument(
@@ -30,7 +33,7 @@ def add_cluster_commands(sub: Any, add_request_args: Callable[[argparse.Argument
     )
     p_wait = sub.add_parser("wait-cluster", help="wait until N nodes with their dies have joined")
     p_wait.add_argument("--nodes", type=int, required=True)
-    p_wait.add_argument("--dies", type=int, default=16)
+    p_wait.add_argument("--dies", type=int, default=DIES_PER_NODE)
     p_wait.add_argument("--deadline", type=float, default=DEFAULT_WAIT_DEADLINE_S)
     p_train = sub.add_parser("train", help="wait for the cluster, validate, write the run record and launch")
     add_request_args(p_train)
@@ -138,17 +141,13 @@ def start_local_head(ne: NodeEnv) -> None:
 
 
 def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
-    from .cli import EXIT_BAD_INPUT, prepare, request_of
-
     ne = from_environ()
     # verl is pointed at this cluster's head explicitly, never at whatever `auto` finds.
     os.environ.setdefault("RAY_ADDRESS", ne.gcs_address)
     req = request_of(ns, extra)
     launch, resolved, problems = prepare(req)
     if problems:
-        print("\n".join(problems), file=sys.stderr)
-        print(f"{len(problems)} problem(s) in {req.recipe}; nothing was started", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return refuse(problems, req.recipe)
     v = resolved.values
     nnodes, dies = int(v["NNODES"]), int(v["NDEVICES_PER_NODE"])
     from .raynode import require_token_auth
@@ -174,8 +173,6 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     from .launcher import end_of_simulation, run_launch
 
     if ne.simulated:
-        from .cli import EXIT_SIMULATED
-
         return end_of_simulation(launch, resolved, {"cluster": ne.gcs_address}, EXIT_SIMULATED)
     return run_launch(launch, resolved, {"cluster": ne.gcs_address}, members=members)
 
@@ -204,8 +201,8 @@ def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, An
         guard=guard,
     )
     failed = "error" in summary or any(r.problems for r in reports)
-    # 3 as for a cluster that is not ready: a node was lost; the report names it.
-    summary["exit_code"] = 3 if summary.get("lost") else 1 if failed else 0
+    # As for a cluster that is not ready: a node was lost; the report names it.
+    summary["exit_code"] = EXIT_NOT_READY if summary.get("lost") else EXIT_FAILED if failed else EXIT_OK
     print(format_report(reports, summary))
     out = Path(experiment_dir(str(v["LOG_DIR"]), v)) / "rehearsals" / f"{int(summary.get('nnodes', 0))}-nodes.json"
     page = write_report(out, reports, summary)
@@ -216,7 +213,6 @@ def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, An
 
 def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:
     from .assets import prepare_assets
-    from .cli import request_of
     from .resolve import resolve
 
     req = request_of(ns, extra)
@@ -228,9 +224,8 @@ def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:
             "(VERL_RECIPE_SIMULATED=1); fix: place the real checkpoint and data on shared storage"
         )
     problems = prepare_assets(recipe, resolved.values, synthetic=ns.synthetic)
-    for p in problems:
-        print(p, file=sys.stderr)
-    return 2 if problems else 0
+    print_lines(problems)
+    return EXIT_BAD_INPUT if problems else EXIT_OK
 
 
 def run_cluster_command(ns: argparse.Namespace, extra: list[str]) -> int:
@@ -246,9 +241,9 @@ def run_cluster_command(ns: argparse.Namespace, extra: list[str]) -> int:
         if ns.cmd == "prepare-data":
             return cmd_prepare_data(ns, extra)
     except (SettingsError, NodeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        error(exc)
+        return EXIT_BAD_INPUT
     except HeadUnreachable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+        error(exc)
+        return EXIT_NOT_READY
     raise SystemExit(f"unknown command {ns.cmd}")

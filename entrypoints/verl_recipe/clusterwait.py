@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .exitcodes import EXIT_NOT_READY, EXIT_OK
 from .nodewatch import NodeWatch, lost_line
-from .raynode import CPUS_PER_DIE
+from .problems import error
+from .topology import CPUS_PER_DIE
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,8 @@ def wait_for_cluster(
         if watch is not None:
             lost = watch.check(views)
             if lost:
-                print(f"error: {lost_line(lost, 'while the head waited')}", file=sys.stderr, flush=True)
-                return 3
+                error(lost_line(lost, "while the head waited"), flush=True)
+                return EXIT_NOT_READY
             # A node that stopped answering is not counted until it answers again (or is named lost); a node that
             # left before this wait but whose host answers again (rebooted, registering) is waited for.
             back = watch.rejoining(views)
@@ -135,19 +137,18 @@ def wait_for_cluster(
         elapsed = now() - start
         if a.ready:
             print(f"{a.line} - ready after {elapsed:.1f} s", file=sys.stderr, flush=True)
-            return 0
+            return EXIT_OK
         if a.fatal:
-            print(f"error: {a.fatal}", file=sys.stderr, flush=True)
-            return 3
+            error(a.fatal, flush=True)
+            return EXIT_NOT_READY
         if elapsed >= deadline_s:
             who = ", ".join(a.missing) if a.missing else a.line
-            print(
-                f"error: cluster not ready after {deadline_s:.0f} s: {who}; fix: start the Ray node service on "
+            error(
+                f"cluster not ready after {deadline_s:.0f} s: {who}; fix: start the Ray node service on "
                 "those hosts (deploy.yml --tags ray) and check they reach the head",
-                file=sys.stderr,
                 flush=True,
             )
-            return 3
+            return EXIT_NOT_READY
         if elapsed - last_report >= report_every_s:
             print(f"waiting: {a.line}", file=sys.stderr, flush=True)
             last_report = elapsed

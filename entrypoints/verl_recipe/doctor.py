@@ -1,12 +1,18 @@
 """`verl-recipe doctor`: check that this container can run the recipe, and say how to fix what it cannot.
 
 Checks, in order: the versions manifest; installed packages against its pins; the image record (packages changed
-since the build); torch_npu and the NPU count; the driver (HDK) version against what CANN needs (host.hdk_min);
+since the build); torch_npu (import and version only); the dies and the driver's control nodes, counted by name in
+the host's /dev (VERL_RECIPE_DEV_DIR; compose.yaml mounts it read-only at /host-dev); the driver (HDK) version
+against what CANN needs (host.hdk_min);
 the HCCL / Gloo / TensorPipe NIC variables; the shared paths; free space for checkpoints; Ray token
 authentication (this container's settings, and whether the cluster at HEAD_ADDR demands a token).
 
+The doctor opens no die: the Ray node on the host holds all of them, and with device sharing off (the driver's
+default) a second container opening one gets -8020 "device is used". compose.yaml hands it no device at all, and
+nothing here calls torch.npu.device_count / set_device or runs npu-smi.
+
 With VERL_RECIPE_SIMULATED=1 (the simulated cluster) a missing NPU, driver or NPU-only package is an expected
-finding, reported as such, not a failure.
+finding, reported as such, not a failure; the simulated host's dies are counted as a real host's are.
 
 Exit codes: 0 = no check failed (warnings and expected findings allowed); 1 = at least one check failed (each
 failure carries its fix); 2 = usage error (bad option or bad VERL_RECIPE_SIMULATED value).
@@ -28,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -65,6 +72,9 @@ SIM_STRICT = ("ray", "hydra_core", "omegaconf", "pyyaml")
 GIT_DISTS = {"verl": "verl", "vllm": "vllm", "vllm_ascend": "vllm-ascend"}
 NIC_VARS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 PATH_VARS = ("SHARED_ROOT", "MODEL_PATH", "TRAIN_FILES", "VAL_FILES")
+# The driver's control nodes a3-tools T11 lists beside the dies /dev/davinci0..15.
+CONTROL_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
+_DIE_NODE = re.compile(r"^davinci(\d+)$")
 
 
 @dataclass
@@ -226,53 +236,168 @@ def check_record(record_dir: Path) -> Check:
     )
 
 
-def count_davinci(dev_dir: Path) -> int:
-    return sum(1 for p in dev_dir.glob("davinci*") if p.name[len("davinci") :].isdigit())
+def expected_dies(manifest: dict[str, Any], env: dict[str, str]) -> tuple[str, int]:
+    """(the setting it comes from, dies per node): node.env's NODE_DIES (as for the Ray node), a recipe's
+    NDEVICES_PER_NODE, else the manifest's A3 figure. ValueError names the variable and its bad value."""
+    for var in ("NODE_DIES", "NDEVICES_PER_NODE"):
+        raw = env.get(var, "").strip()
+        if raw:
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValueError(f"{var}={raw!r} is not a whole number of dies >= 1")
+            return var, int(raw)
+    return "host.dies_per_node.a3", int(manifest.get("host", {}).get("dies_per_node", {}).get("a3", 16))
 
 
-def check_npu(manifest: dict[str, Any], env: dict[str, str], simulated: bool, dev_dir: Path) -> list[Check]:
-    expected = int(env.get("NDEVICES_PER_NODE") or manifest.get("host", {}).get("dies_per_node", {}).get("a3", 16))
-    nodes = count_davinci(dev_dir)
-    spec = importlib.util.find_spec("torch_npu")
-    if simulated:
-        detail = "no NPU (simulated runtime)" if spec is None else "torch_npu present, NPU not used (simulated)"
-        return [Check("npu", "expected", f"{detail}; {nodes} /dev/davinci nodes")]
-    if spec is None:
-        return [Check("npu", "fail", "torch_npu is not installed", "use the NPU image (`make image-npu`)")]
+def list_device_nodes(dev_dir: Path) -> tuple[dict[int, Path], dict[str, Path]]:
+    """The dies (davinciN) and the driver's control nodes named in dev_dir. Names and stat only: nothing is opened."""
+    dies: dict[int, Path] = {}
+    control: dict[str, Path] = {}
+    for name in os.listdir(dev_dir):
+        m = _DIE_NODE.match(name)
+        if m:
+            dies[int(m.group(1))] = dev_dir / name
+        elif name in CONTROL_NODES:
+            control[name] = dev_dir / name
+    return dies, control
+
+
+def _not_char_devices(paths: list[Path]) -> list[str]:
+    out = []
+    for p in paths:
+        try:
+            if not stat.S_ISCHR(p.stat().st_mode):
+                out.append(p.name)
+        except OSError:
+            out.append(p.name)
+    return out
+
+
+def _names(items: list[str], most: int = 6) -> str:
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def check_dies(manifest: dict[str, Any], env: dict[str, str], simulated: bool, dev_dir: Path) -> Check:
+    """Count this host's dies by their device nodes, as the Ray node does, without opening one.
+
+    compose.yaml gives the doctor no device at all and mounts the host's /dev read-only at /host-dev
+    (VERL_RECIPE_DEV_DIR): the Ray node holds every die, and with device sharing off (the driver's default) a second
+    container that opens one gets -8020 "device is used". The container's device cgroup refuses an open of any
+    node there, so listing the names is all the doctor can do with them, and all it does.
+    """
     try:
-        import torch  # noqa: F401
-        import torch_npu  # noqa: F401
+        source, want = expected_dies(manifest, env)
+    except ValueError as exc:
+        return Check(
+            "npu-dies",
+            "fail",
+            str(exc),
+            "set NODE_DIES in node.env to the dies per host (16 on an A3 node; "
+            "deploy.yml writes it from site_expected_dies)",
+        )
+    try:
+        dies, control = list_device_nodes(dev_dir)
+    except OSError as exc:
+        return Check(
+            "npu-dies",
+            "fail",
+            f"cannot list the device nodes in {dev_dir} ({exc.strerror or type(exc).__name__})",
+            "run it as `docker compose run --rm doctor`: compose.yaml mounts the host's /dev read-only at /host-dev "
+            "and sets VERL_RECIPE_DEV_DIR=/host-dev",
+        )
+    if simulated and not dies and not control:
+        return Check(
+            "npu-dies",
+            "expected",
+            f"no device nodes in {dev_dir}: not a simulated host's /dev (compose.sim.yaml mounts it at /host-dev)",
+        )
+    missing = [f"davinci{i}" for i in range(want) if i not in dies]
+    extra = sorted(i for i in dies if i >= want)
+    absent_control = [n for n in CONTROL_NODES if n not in control]
+    if missing:
+        return Check(
+            "npu-dies",
+            "fail",
+            f"{want - len(missing)} of {want} dies in {dev_dir} ({source}={want}): {_names(missing)} missing",
+            "the host lost a die or its driver: check `npu-smi info` on this host (deploy.yml's preflight row "
+            "device_nodes names the same), reload or reinstall the driver, then restart the Ray node",
+        )
+    if extra:
+        return Check(
+            "npu-dies",
+            "fail",
+            f"{len(dies)} dies in {dev_dir}, {source}={want} (extra: {_names([f'davinci{i}' for i in extra])})",
+            "set site_expected_dies to the dies this host has (16 on an A3 node) and re-run deploy.yml",
+        )
+    if absent_control:
+        return Check(
+            "npu-dies",
+            "fail",
+            f"{_names(absent_control)} missing in {dev_dir}: no die can be opened without the driver's control nodes",
+            "reload or reinstall the Ascend driver on this host (its install creates them), then restart the Ray node",
+        )
+    if not simulated:
+        # The simulated hosts may lack CAP_MKNOD and write empty files instead; a real host has character devices.
+        bad = _not_char_devices([*dies.values(), *control.values()])
+        if bad:
+            return Check(
+                "npu-dies",
+                "fail",
+                f"{_names(bad)} in {dev_dir} is not a character device",
+                "something replaced the driver's device nodes: reload the Ascend driver (or reboot) on this host",
+            )
+    return Check("npu-dies", "ok", f"{want} dies and {', '.join(CONTROL_NODES)} in {dev_dir} (not opened)")
 
-        count = int(torch.npu.device_count())
+
+def has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:  # in sys.modules without a spec
+        return True
+
+
+def import_torch_npu() -> Any:
+    """Import torch_npu with anything its native libraries print sent to stderr, so `--json` stays parseable.
+
+    Only the import: torch_npu initialises ACL on a die lazily (device_count, set_device, the first tensor), and the
+    doctor calls none of those.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        return importlib.import_module("torch_npu")
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def check_npu(manifest: dict[str, Any], simulated: bool) -> Check:
+    """torch_npu: that it imports and is the manifest's version. It opens no die (check_dies counts them)."""
+    pin = str(manifest.get("python_packages", {}).get("torch_npu", ""))
+    if simulated:
+        present = has_module("torch_npu")
+        detail = "torch_npu present, NPU not used (simulated)" if present else "no NPU (simulated runtime)"
+        return Check("npu", "expected", detail)
+    fix_driver = "mount the host driver (/usr/local/Ascend/driver) and source CANN set_env.sh in the container"
+    try:
+        module = import_torch_npu()
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch_npu":
+            return Check("npu", "fail", f"torch_npu import failed: {type(exc).__name__}: {exc}", fix_driver)
+        return Check("npu", "fail", "torch_npu is not installed", "use the NPU image (`make image-npu`)")
     except Exception as exc:  # noqa: BLE001 - any import/driver error is the finding itself
-        return [
-            Check(
-                "npu",
-                "fail",
-                f"torch_npu import failed: {type(exc).__name__}: {exc}",
-                "mount the host driver (/usr/local/Ascend/driver) and source CANN set_env.sh in the container",
-            )
-        ]
-    if count == 0:
-        return [
-            Check(
-                "npu",
-                "fail",
-                f"torch_npu sees 0 NPUs ({nodes} /dev/davinci nodes)",
-                "hand the devices to the container (/dev/davinci*, davinci_manager, devmm_svm, hisi_hdc) "
-                "or set ASCEND_VISIBLE_DEVICES with the Ascend Docker runtime",
-            )
-        ]
-    if count != expected:
-        return [
-            Check(
-                "npu",
-                "fail",
-                f"torch_npu sees {count} NPUs, NDEVICES_PER_NODE expects {expected}",
-                "check ASCEND_RT_VISIBLE_DEVICES / ASCEND_VISIBLE_DEVICES and `npu-smi info` health on this host",
-            )
-        ]
-    return [Check("npu", "ok", f"{count} NPUs")]
+        return Check("npu", "fail", f"torch_npu import failed: {type(exc).__name__}: {exc}", fix_driver)
+    version = str(getattr(module, "__version__", "") or "")
+    where = getattr(module, "__file__", None) or "?"
+    if not version or not same_version(version, pin):
+        return Check(
+            "npu",
+            "fail",
+            f"torch_npu {version or '(no __version__)'} imported from {where}, the manifest pins {pin}",
+            "rebuild the image from docker/versions.yaml; put no other torch_npu on PYTHONPATH",
+        )
+    return Check("npu", "ok", f"torch_npu {version} imports (no die opened: the Ray node holds them)")
 
 
 def check_driver(manifest: dict[str, Any], simulated: bool, info: Path) -> Check:
@@ -555,7 +680,8 @@ def run_checks(args: argparse.Namespace, env: dict[str, str], simulated: bool) -
     checks = [Check("manifest", "ok", str(manifest_path()))]
     checks += check_packages(manifest, simulated)
     checks.append(check_record(Path(args.record_dir)))
-    checks += check_npu(manifest, env, simulated, Path(args.dev_dir))
+    checks.append(check_npu(manifest, simulated))
+    checks.append(check_dies(manifest, env, simulated, Path(args.dev_dir or env.get("VERL_RECIPE_DEV_DIR") or "/dev")))
     checks.append(check_driver(manifest, simulated, Path(args.driver_info)))
     checks += check_nics(env, Path(args.sys_net))
     checks += check_paths(env)
@@ -576,7 +702,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--min-free-gb", type=float, default=None, help="free space needed at CKPT_DIR")
     p.add_argument("--driver-info", default=str(DRIVER_INFO), help=argparse.SUPPRESS)
-    p.add_argument("--dev-dir", default="/dev", help=argparse.SUPPRESS)
+    p.add_argument("--dev-dir", default=None, help=argparse.SUPPRESS)  # default: $VERL_RECIPE_DEV_DIR or /dev
     p.add_argument("--sys-net", default="/sys/class/net", help=argparse.SUPPRESS)
     p.add_argument("--record-dir", default=str(IMAGE_RECORD_DIR), help=argparse.SUPPRESS)
     p.add_argument("--record", metavar="DIR", help="write the image record to DIR (image build) and exit")

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .hydra_syntax import override_key
 from .settings import suggest
 
 CONFIG_NAME = "ppo_trainer"
@@ -66,7 +67,7 @@ def _explain(message: str, overrides: list[str]) -> tuple[str, str]:
         hint = None
         parent, _, leaf = bad.rpartition(".")
         try:
-            base = _compose([o for o in overrides if o.split("=", 1)[0].lstrip("+") != bad])
+            base = _compose([o for o in overrides if override_key(o) != bad])
             siblings = [k.rpartition(".")[2] for k in _known_keys(base) if k.rpartition(".")[0] == parent]
             near = suggest(leaf, siblings)
             hint = f"{parent}.{near}" if near and parent else near
@@ -97,7 +98,7 @@ def composition_errors(hydra_args: list[str], limit: int = 10) -> tuple[Any | No
         errors.append(error)
         match = re.search(r"'([^']+)'", error[0])
         culprit = match.group(1).lstrip("+") if match else None
-        remaining = [a for a in args if culprit is None or a.split("=", 1)[0].lstrip("+") != culprit]
+        remaining = [a for a in args if culprit is None or override_key(a) != culprit]
         if len(remaining) == len(args):
             break
         args = remaining

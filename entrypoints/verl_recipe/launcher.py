@@ -10,6 +10,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from .exitcodes import EXIT_NOT_READY
 from .nodewatch import Loss, NodeWatch, RunWatch, lost_line
 from .render import Launch
 from .runrecord import new_run_dir, record_end, record_lost, write_run_record
@@ -78,7 +79,7 @@ def run_launch(
                 sys.stdout.buffer.write(chunk)
                 sys.stdout.flush()
             verl_rc = proc.wait()
-    rc = 3 if lost else verl_rc
+    rc = EXIT_NOT_READY if lost else verl_rc
     record_end(run_dir, rc, lost, verl_rc)
     print(f"launch exited with {rc}; log: {log_path}; record: {run_dir / 'outcome.json'}", file=sys.stderr)
     return rc

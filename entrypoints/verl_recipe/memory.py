@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .hydra_syntax import parse_value
 from .models import ModelArch
+from .settings import ARR
 
 GIB = float(2**30)
 MIB = float(2**20)
@@ -71,7 +73,6 @@ COEF = Coefficients()
 
 # verl 0.8.0 defaults for the keys the estimate reads when a launch does not set them
 # (verl/trainer/config/engine/megatron.yaml, engine/fsdp.yaml, actor/actor.yaml, rollout/rollout.yaml).
-ARR = "actor_rollout_ref"
 VERL_DEFAULTS: dict[str, Any] = {
     f"{ARR}.actor.megatron.param_offload": False,
     f"{ARR}.actor.megatron.grad_offload": False,
@@ -301,23 +302,7 @@ class Knobs:
         return cls(hydra, env)
 
     def get(self, key: str) -> Any:
-        value = self.hydra.get(key, VERL_DEFAULTS.get(key))
-        if isinstance(value, str):
-            text = value.strip().strip("'\"")
-            low = text.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            if low in ("null", "none", "~", ""):
-                return None
-            try:
-                return int(text)
-            except ValueError:
-                pass
-            try:
-                return float(text)
-            except ValueError:
-                return text
-        return value
+        return parse_value(self.hydra.get(key, VERL_DEFAULTS.get(key)))
 
     def flag(self, key: str) -> bool:
         return bool(self.get(key))
@@ -325,6 +310,10 @@ class Knobs:
     def num(self, key: str, default: float) -> float:
         value = self.get(key)
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+    def token_budget(self, key: str) -> float:
+        """A dynamic-batching token budget per device; the log-prob ones fall back to the actor's (verl's rule)."""
+        return self.num(key, self.num(f"{ARR}.actor.ppo_max_token_len_per_gpu", 16384))
 
 
 @dataclass(frozen=True)
@@ -434,8 +423,7 @@ def _seq_len(v: Mapping[str, Any]) -> int:
 def _tokens(v: Mapping[str, Any], knobs: Knobs, dyn_key: str, budget_key: str, micro: int) -> float:
     s = _seq_len(v)
     if knobs.flag(dyn_key):
-        budget = knobs.num(budget_key, knobs.num(f"{ARR}.actor.ppo_max_token_len_per_gpu", 16384))
-        return max(budget, float(s))
+        return max(knobs.token_budget(budget_key), float(s))
     return float(micro * s)
 
 

@@ -42,6 +42,18 @@ class ModelArch:
     def has_gdn(self) -> bool:
         return self.linear_num_key_heads > 0
 
+    def heads_split_over(self, ranks: int) -> bool:
+        """Tensor parallelism over `ranks` splits every kind of head: attention heads, KV groups (or replicates
+        them, when `ranks` is a multiple of the groups) and Gated DeltaNet key and value heads."""
+        return (
+            self.num_attention_heads % ranks == 0
+            and (self.num_kv_heads % ranks == 0 or ranks % self.num_kv_heads == 0)
+            and (
+                not self.has_gdn
+                or (self.linear_num_key_heads % ranks == 0 and self.linear_num_value_heads % ranks == 0)
+            )
+        )
+
     @property
     def shared_ffn(self) -> int:
         return self.shared_expert_ffn_hidden_size or self.moe_ffn_hidden_size

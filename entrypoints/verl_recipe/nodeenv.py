@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .settings import SettingsError
+from .topology import RAY_DASHBOARD_PORT, RAY_GCS_PORT
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -71,8 +72,8 @@ def from_environ(env: Mapping[str, str] | None = None) -> NodeEnv:
         name=e.get("NODE_NAME") or e["NODE_IP"],
         ip=e["NODE_IP"],
         head_addr=e["HEAD_ADDR"],
-        ray_port=_int(e, "RAY_PORT", 6379),
-        dashboard_port=_int(e, "RAY_DASHBOARD_PORT", 8265),
+        ray_port=_int(e, "RAY_PORT", RAY_GCS_PORT),
+        dashboard_port=_int(e, "RAY_DASHBOARD_PORT", RAY_DASHBOARD_PORT),
         dies=_int(e, "NODE_DIES", 16),
         cluster=parse_cluster(e.get("CLUSTER_NODES", "")),
         simulated=e.get("VERL_RECIPE_SIMULATED", "0") == "1",

@@ -13,12 +13,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checks import batch, domains, lengths, rollout, trainer_layout
+from .checks.arithmetic import divisors
+from .checks.context import Context
+from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from .memory import GIB, Estimate, Knobs, estimate, vllm_weight_bytes
 from .memory import problems as memory_problems
+from .problems import error
 from .recipes import Recipe
 from .render import render
 from .resolve import Request, resolve
-from .validate import Checker, divisors
 
 CRITERION = "fewest pipeline stages, then most headroom per die, then least host memory per node"
 MAX_PP = 16
@@ -109,18 +113,18 @@ def _rollout_layouts(recipe: Recipe, world: int, own: dict[str, int]) -> list[di
 
 
 def _rules_ok(recipe: Recipe, values: dict[str, Any], knobs: Knobs, part: str) -> bool:
-    checker = Checker(recipe, values, recipe.model, knobs)
-    if not checker.positive():
+    ctx = Context(recipe, values, recipe.model, knobs)
+    if not domains.check(ctx):
         return False
     if part == "rollout":
-        checker.rollout()
+        rollout.check(ctx)
     else:
-        dp = checker.megatron() if recipe.engine == "megatron" else checker.fsdp()
+        dp = trainer_layout(ctx)
         if not dp:
             return False
-        checker.batches(dp)
-        checker.lengths()
-    return not checker.problems
+        batch.check(ctx, dp)
+        lengths.check(ctx)
+    return not ctx.problems
 
 
 def rank(c: Candidate) -> tuple[int, float, float]:
@@ -217,8 +221,8 @@ def to_json(result: PlanResult, top: int) -> str:
 def cmd_plan(req: Request, nodes: int, top: int, as_json: bool) -> int:
     """Exit 0 when a layout fits, 2 when none does (with the smallest cluster that fits, if any)."""
     if nodes < 1 or top < 1:
-        print(f"error: --nodes={nodes} --top={top}: must be >= 1; fix: give positive numbers", file=sys.stderr)
-        return 2
+        error(f"--nodes={nodes} --top={top}: must be >= 1; fix: give positive numbers")
+        return EXIT_BAD_INPUT
     result = plan(req, nodes)
     sys.stdout.write(to_json(result, top) if as_json else table(result, top))
-    return 0 if result.fitting else 2
+    return EXIT_OK if result.fitting else EXIT_BAD_INPUT

@@ -19,21 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
+from .exitcodes import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK
 from .nodeenv import NodeEnv
+from .problems import error
+from .topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS
 
-RAY_NODE_PORTS = {
-    "node-manager-port": 6380,
-    "object-manager-port": 6381,
-    "runtime-env-agent-port": 6382,
-    "metrics-export-port": 6383,
-    "dashboard-agent-grpc-port": 6384,
-    "dashboard-agent-listen-port": 52365,
-    "min-worker-port": 10002,
-    "max-worker-port": 19999,
-}
-RAY_CLIENT_PORT = 10001
 SIM_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # per simulated node: 16 of them share one small machine
-CPUS_PER_DIE = 3  # verl 0.8.0 bundles: {"CPU": 3, "NPU": 1} per die (max_colocate_count)
 _DIE = re.compile(r"^davinci(\d+)$")
 
 
@@ -294,12 +285,11 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
     while not stopping.is_set():
         if role == "worker" and not tcp_reachable(ne.head_addr, ne.ray_port):
             if time.monotonic() > deadline:
-                print(
-                    f"error: {ne.name}: Ray head {ne.gcs_address} not reachable after {join_deadline_s:.0f} s; fix: "
-                    f"start ray-head on the head host and check the firewall for port {ne.ray_port}",
-                    file=sys.stderr,
+                error(
+                    f"{ne.name}: Ray head {ne.gcs_address} not reachable after {join_deadline_s:.0f} s; fix: "
+                    f"start ray-head on the head host and check the firewall for port {ne.ray_port}"
                 )
-                return 3
+                return EXIT_NOT_READY
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
@@ -325,8 +315,8 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
             time.sleep(delay)
             delay = min(delay * 2, 15.0)
             continue
-        return rc if rc else 1
+        return rc if rc else EXIT_FAILED
     if proc is not None:
         proc.wait()
     print(f"{ne.name}: Ray node stopped", file=sys.stderr)
-    return 0
+    return EXIT_OK

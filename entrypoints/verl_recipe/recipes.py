@@ -8,11 +8,11 @@ from typing import Any
 
 import yaml
 
+from .hydra_syntax import bare_key
 from .models import MODELS, ModelArch
-from .settings import SettingsError, layer_from_mapping, suggest
+from .settings import ENGINES, SettingsError, layer_from_mapping, suggest
 
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
-ENGINES = ("megatron", "fsdp")
 _TOP_KEYS = {
     "description",
     "model",
@@ -59,17 +59,13 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _bare(key: str) -> str:
-    return key.lstrip("+")
-
-
 def merge_hydra(*parts: dict[str, Any]) -> dict[str, Any]:
     """Later parts win; a key is the same key whatever its +/++ prefix (the last prefix is kept)."""
     out: dict[str, Any] = {}
     index: dict[str, str] = {}
     for part in parts:
         for key, value in part.items():
-            bare = _bare(key)
+            bare = bare_key(key)
             if bare in index:
                 out.pop(index[bare])
             out[key] = value

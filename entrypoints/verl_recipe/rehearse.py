@@ -2,7 +2,9 @@
 
 It proves the cluster can run the job before 256 dies are committed: the same STRICT_PACK groups verl builds
 (one per node, one {"CPU": 3, "NPU": 1} bundle per die), then per bundle the host, visible devices, environment
-and shared paths, then a collective across the cluster (HCCL on NPU, gloo in the simulation).
+and shared paths, then new TCP connections between every pair of nodes on ephemeral ports (the ports verl's
+MASTER_PORT, Gloo and vLLM's distributed init listen on), then a collective across the cluster (HCCL on NPU, gloo in
+the simulation).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .nodewatch import Guard, NodeLost
-from .raynode import CPUS_PER_DIE
+from .topology import CPUS_PER_DIE
 
 # What each worker must have inherited from its raylet (node.env, exported before `ray start`).
 NODE_ENV_KEYS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
@@ -61,11 +63,73 @@ def probe(paths: dict[str, list[str]], env_keys: tuple[str, ...]) -> dict[str, A
     }
 
 
+# How long one new TCP connection between two nodes may take: a healthy cluster network answers in milliseconds; a
+# firewall that drops (rather than rejects) the SYN leaves the caller waiting, the way Gloo's and c10d's connects do.
+MESH_CONNECT_S = 5.0
+
+
+def _ephemeral_listener() -> socket.socket:
+    """A socket on a port the kernel picks, on every address, as verl's `_get_free_port` and Gloo's pairs bind."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", 0))
+    s.listen(128)
+    return s
+
+
+def _dial(targets: list[tuple[str, int]], timeout_s: float) -> list[tuple[str, int, str]]:
+    """Open one new TCP connection to each target at once; (ip, port, why) for each that failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(target: tuple[str, int]) -> tuple[str, int, str] | None:
+        try:
+            with socket.create_connection(target, timeout=timeout_s):
+                return None
+        except TimeoutError:
+            return (*target, f"no answer in {timeout_s:g} s")
+        except OSError as exc:
+            return (*target, exc.strerror or type(exc).__name__)
+
+    if not targets:
+        return []
+    with ThreadPoolExecutor(max_workers=min(32, len(targets))) as pool:
+        return [r for r in pool.map(one, targets) if r is not None]
+
+
 class AllReduceRank:
-    """One rank of the rehearsal collective."""
+    """One rank of the rehearsal collective; the first rank on each node also answers the cross-node TCP mesh."""
 
     def __init__(self, rank: int, world: int, device: str) -> None:
         self.rank, self.world, self.device = rank, world, device
+        self._listener: socket.socket | None = None
+
+    def listen(self) -> tuple[str, int]:
+        """Open an ephemeral port and accept (and drop) every connection to it until `unlisten`."""
+        import threading
+
+        import ray
+
+        self._listener = _ephemeral_listener()
+        listener = self._listener
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return  # closed by unlisten
+                conn.close()
+
+        threading.Thread(target=accept, daemon=True).start()
+        return ray.util.get_node_ip_address(), int(listener.getsockname()[1])
+
+    def dial(self, targets: list[tuple[str, int]], timeout_s: float) -> list[tuple[str, int, str]]:
+        return _dial([tuple(t) for t in targets], timeout_s)  # type: ignore[misc]
+
+    def unlisten(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
 
     def address(self) -> tuple[str, int]:
         import ray
@@ -182,6 +246,16 @@ def _get(ray: Any, refs: Any, timeout_s: float, guard: Guard | None = None) -> A
     return out if many else out[0]
 
 
+@dataclass
+class Placed:
+    """The placement groups once Ray has placed them: which node holds each, and a report per node."""
+
+    groups: list[Any]
+    node_of: list[str]  # node IP of each group, in group order
+    reports: dict[str, NodeReport]
+    placement: list[dict[str, Any]]  # which bundle landed where, for the readiness page
+
+
 def rehearse(
     ray: Any,
     *,
@@ -196,96 +270,47 @@ def rehearse(
     timeout_s: float,
     guard: Guard | None = None,
 ) -> tuple[list[NodeReport], dict]:
-    from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    """Place, probe every bundle, dial every node pair, then the collective; each phase timed in the summary."""
+    from ray.util.placement_group import placement_group, remove_placement_group
 
     t0 = time.perf_counter()
     pgs = [placement_group([{"CPU": CPUS_PER_DIE, "NPU": 1}] * dies, strategy="STRICT_PACK") for _ in range(nnodes)]
     summary: dict[str, Any] = {"nnodes": nnodes, "dies_per_node": dies, "device": device}
     actors: list[Any] = []
+
+    def done(reports: list[NodeReport]) -> tuple[list[NodeReport], dict]:
+        summary["total_s"] = round(time.perf_counter() - t0, 3)
+        return sorted(reports, key=lambda r: r.node), summary
+
     try:
-        not_ready = _wait_ready(ray, pgs, timeout_s, guard)
-        if not_ready:
-            summary["error"] = (
-                f"{len(not_ready)} of {nnodes} placement groups of {dies} x {{CPU: {CPUS_PER_DIE}, NPU: "
-                f"1}} could not be placed in {timeout_s:.0f} s: verl would block forever here"
-            )
+        placed = _place(ray, pgs, names, timeout_s, guard, summary)
+        if placed is None:
             return [], summary
         summary["placement_s"] = round(time.perf_counter() - t0, 3)
-        node_of: list[str] = []
-        by_id = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
-        for pg in pgs:
-            bundle_nodes = placement_group_table(pg)["bundles_to_node_id"]
-            node_of.append(by_id.get(bundle_nodes[0], "?"))
-        reports = {ip: NodeReport(node=names.get(ip, ip), ip=ip) for ip in node_of}
-        if guard is not None:
-            guard.only = set(node_of)  # from here on only the nodes holding a group matter
-        # which bundle landed where, for the readiness page
-        placement: list[dict[str, Any]] = [
-            {"group": i, "node": names.get(ip, ip), "ip": ip, "bundles": []} for i, ip in enumerate(node_of)
-        ]
-        summary["placement"] = placement
-
-        # One probe per bundle, a wave of one bundle index at a time so Ray reuses a few worker processes.
         t1 = time.perf_counter()
-        remote_probe = ray.remote(num_cpus=1, resources={"NPU": 1})(probe)
-        for b in range(dies):
-            refs = [
-                remote_probe.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, b)).remote(
-                    paths, NODE_ENV_KEYS
-                )
-                for pg in pgs
-            ]
-            for pg_index, result in enumerate(_get(ray, refs, timeout_s, guard)):
-                r = reports[node_of[pg_index]]
-                r.bundles += 1
-                placement[pg_index]["bundles"].append({"bundle": b, "ip": result["ip"], "npu": result["npu_ids"]})
-                if result["ip"] != node_of[pg_index]:
-                    r.problems.append(f"bundle {b} ran on {result['ip']}, not in its STRICT_PACK group's node")
-                if device == "npu" and not result["npu_ids"]:
-                    r.problems.append(f"bundle {b}: no NPU id assigned by Ray")
-                r.problems += [f"bundle {b}: {p}" for p in result["problems"] if f"bundle {b}" not in p]
-        for r in reports.values():
-            r.problems = _dedupe(r.problems)
+        _probe_bundles(ray, placed, dies, device, paths, timeout_s, guard)
         summary["probe_s"] = round(time.perf_counter() - t1, 3)
 
-        # The collective: ranks_per_node ranks on every node, rank 0 on the first group.
         t2 = time.perf_counter()
-        world = nnodes * ranks_per_node
-        actor_cls = ray.remote(num_cpus=1, resources={"NPU": 1})(AllReduceRank)
-        actor_ip: list[str] = []
-        for pg_index, pg in enumerate(pgs):
-            for j in range(ranks_per_node):
-                strategy = PlacementGroupSchedulingStrategy(pg, j)
-                actors.append(actor_cls.options(scheduling_strategy=strategy).remote(len(actors), world, device))
-                actor_ip.append(node_of[pg_index])
-        master = _get(ray, actors[0].address.remote(), timeout_s, guard)
-        numel = max(1, int(tensor_mb * 1e6 / 4))
-        results = _get(ray, [a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout_s * 2, guard)
-        summary.update(
-            world=world,
-            tensor_mb=tensor_mb,
-            iters=iters,
-            collective_s=round(time.perf_counter() - t2, 3),
-            backend="hccl" if device == "npu" else "gloo",
-        )
-        per_node: dict[str, list[float]] = {}
-        for res, ip in zip(results, actor_ip, strict=True):
-            if "error" in res:
-                reports[ip].problems.append(res["error"])
-                continue
-            if not res["correct"]:
-                reports[ip].problems.append(f"rank {res['rank']}: all-reduce gave a wrong sum")
-            per_node.setdefault(ip, []).append(res["seconds"])
-        nbytes = numel * 4
-        for ip, secs in per_node.items():
-            t = statistics.median(secs)
-            r = reports[ip]
-            r.allreduce_ms = round(t * 1e3, 3)
-            r.algbw_gbps = round(nbytes / t / 1e9, 4)
-            r.busbw_gbps = round(r.algbw_gbps * 2 * (world - 1) / world, 4) if world > 1 else r.algbw_gbps
-        summary["total_s"] = round(time.perf_counter() - t0, 3)
-        return sorted(reports.values(), key=lambda r: r.node), summary
+        actor_ip = _start_ranks(ray, placed, ranks_per_node, device, actors)
+        # Before the collective (which would hang until its timeout on a dropped port): every node's first rank
+        # dials every other node's first rank on a fresh ephemeral port.
+        firsts: dict[str, Any] = {}
+        for actor, ip in zip(actors, actor_ip, strict=True):
+            firsts.setdefault(ip, actor)
+        mesh = cross_node_mesh(ray, firsts, names, timeout_s, guard)
+        summary["mesh"] = {k: v for k, v in mesh.items() if k != "problems"}
+        for ip, problem in mesh["problems"]:
+            placed.reports[ip].problems.append(problem)
+        if mesh["failed_pairs"]:
+            summary["error"] = (
+                f"{mesh['failed_pairs']} of {mesh['pairs']} node pairs cannot open a TCP connection on an ephemeral "
+                "port: the collective was not started (verl's rendezvous would hang there the same way)"
+            )
+            return done(list(placed.reports.values()))
+        _collective(ray, actors, actor_ip, placed.reports, tensor_mb, iters, timeout_s, guard, summary)
+        summary["collective_s"] = round(time.perf_counter() - t2, 3)
+        return done(list(placed.reports.values()))
     except NodeLost as lost:
         summary["error"] = str(lost)
         summary["lost"] = [x.as_dict() for x in lost.losses]
@@ -296,6 +321,152 @@ def rehearse(
             ray.kill(a)
         for pg in pgs:
             remove_placement_group(pg)
+
+
+def _place(
+    ray: Any, pgs: list[Any], names: dict[str, str], timeout_s: float, guard: Guard | None, summary: dict[str, Any]
+) -> Placed | None:
+    """Wait for every group; None (and the error in the summary) when one cannot be placed in time."""
+    from ray.util.placement_group import placement_group_table
+
+    not_ready = _wait_ready(ray, pgs, timeout_s, guard)
+    if not_ready:
+        dies = summary["dies_per_node"]
+        summary["error"] = (
+            f"{len(not_ready)} of {len(pgs)} placement groups of {dies} x {{CPU: {CPUS_PER_DIE}, NPU: "
+            f"1}} could not be placed in {timeout_s:.0f} s: verl would block forever here"
+        )
+        return None
+    by_id = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+    node_of = [by_id.get(placement_group_table(pg)["bundles_to_node_id"][0], "?") for pg in pgs]
+    if guard is not None:
+        guard.only = set(node_of)  # from here on only the nodes holding a group matter
+    placement: list[dict[str, Any]] = [
+        {"group": i, "node": names.get(ip, ip), "ip": ip, "bundles": []} for i, ip in enumerate(node_of)
+    ]
+    summary["placement"] = placement
+    reports = {ip: NodeReport(node=names.get(ip, ip), ip=ip) for ip in node_of}
+    return Placed(pgs, node_of, reports, placement)
+
+
+def _probe_bundles(
+    ray: Any,
+    placed: Placed,
+    dies: int,
+    device: str,
+    paths: dict[str, list[str]],
+    timeout_s: float,
+    guard: Guard | None,
+) -> None:
+    """One probe per bundle, a wave of one bundle index at a time so Ray reuses a few worker processes."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    remote_probe = ray.remote(num_cpus=1, resources={"NPU": 1})(probe)
+    for b in range(dies):
+        refs = [
+            remote_probe.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, b)).remote(
+                paths, NODE_ENV_KEYS
+            )
+            for pg in placed.groups
+        ]
+        for pg_index, result in enumerate(_get(ray, refs, timeout_s, guard)):
+            r = placed.reports[placed.node_of[pg_index]]
+            r.bundles += 1
+            placed.placement[pg_index]["bundles"].append({"bundle": b, "ip": result["ip"], "npu": result["npu_ids"]})
+            if result["ip"] != placed.node_of[pg_index]:
+                r.problems.append(f"bundle {b} ran on {result['ip']}, not in its STRICT_PACK group's node")
+            if device == "npu" and not result["npu_ids"]:
+                r.problems.append(f"bundle {b}: no NPU id assigned by Ray")
+            r.problems += [f"bundle {b}: {p}" for p in result["problems"] if f"bundle {b}" not in p]
+    for r in placed.reports.values():
+        r.problems = _dedupe(r.problems)
+
+
+def _start_ranks(ray: Any, placed: Placed, ranks_per_node: int, device: str, actors: list[Any]) -> list[str]:
+    """ranks_per_node ranks in every group, rank 0 in the first; appends them to `actors` (the caller kills them)
+    and returns each rank's node IP."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    world = len(placed.groups) * ranks_per_node
+    actor_cls = ray.remote(num_cpus=1, resources={"NPU": 1})(AllReduceRank)
+    actor_ip: list[str] = []
+    for pg_index, pg in enumerate(placed.groups):
+        for j in range(ranks_per_node):
+            strategy = PlacementGroupSchedulingStrategy(pg, j)
+            actors.append(actor_cls.options(scheduling_strategy=strategy).remote(len(actors), world, device))
+            actor_ip.append(placed.node_of[pg_index])
+    return actor_ip
+
+
+def _collective(
+    ray: Any,
+    actors: list[Any],
+    actor_ip: list[str],
+    reports: dict[str, NodeReport],
+    tensor_mb: float,
+    iters: int,
+    timeout_s: float,
+    guard: Guard | None,
+    summary: dict[str, Any],
+) -> None:
+    """The timed all-reduce over every rank; per node the median time and the bandwidths it gives."""
+    world = len(actors)
+    master = _get(ray, actors[0].address.remote(), timeout_s, guard)
+    numel = max(1, int(tensor_mb * 1e6 / 4))
+    results = _get(ray, [a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout_s * 2, guard)
+    backend = "hccl" if summary["device"] == "npu" else "gloo"
+    summary.update(world=world, tensor_mb=tensor_mb, iters=iters, backend=backend)
+    per_node: dict[str, list[float]] = {}
+    for res, ip in zip(results, actor_ip, strict=True):
+        if "error" in res:
+            reports[ip].problems.append(res["error"])
+            continue
+        if not res["correct"]:
+            reports[ip].problems.append(f"rank {res['rank']}: all-reduce gave a wrong sum")
+        per_node.setdefault(ip, []).append(res["seconds"])
+    nbytes = numel * 4
+    for ip, secs in per_node.items():
+        t = statistics.median(secs)
+        r = reports[ip]
+        r.allreduce_ms = round(t * 1e3, 3)
+        r.algbw_gbps = round(nbytes / t / 1e9, 4)
+        r.busbw_gbps = round(r.algbw_gbps * 2 * (world - 1) / world, 4) if world > 1 else r.algbw_gbps
+
+
+def cross_node_mesh(
+    ray: Any, firsts: dict[str, Any], names: dict[str, str], timeout_s: float, guard: Guard | None = None
+) -> dict[str, Any]:
+    """Every ordered pair of nodes: a new TCP connection to a port the target's kernel picked. Problems are
+    attributed to the target node (its firewall drops the connection) and name the nodes that could not reach it."""
+    t = time.perf_counter()
+    ips = list(firsts)
+    ports = dict(zip(ips, _get(ray, [firsts[ip].listen.remote() for ip in ips], timeout_s, guard), strict=True))
+    plans = {src: [ports[dst] for dst in ips if dst != src] for src in ips}
+    failures = _get(ray, [firsts[src].dial.remote(plans[src], MESH_CONNECT_S) for src in ips], timeout_s, guard)
+    # (on an error the actors are killed, which closes their listeners)
+    _get(ray, [firsts[ip].unlisten.remote() for ip in ips], timeout_s, guard)
+    unreachable: dict[str, list[tuple[str, str]]] = {}
+    for src, failed in zip(ips, failures, strict=True):
+        for dst_ip, port, why in failed:
+            unreachable.setdefault(dst_ip, []).append((src, f"{port}: {why}"))
+    problems = []
+    for dst, froms in sorted(unreachable.items()):
+        sources = ", ".join(sorted(names.get(src, src) for src, _ in froms))
+        problems.append(
+            (
+                dst,
+                f"new TCP to {dst} on an ephemeral port ({froms[0][1]}) fails from {sources}: a host firewall on "
+                f"{names.get(dst, dst)} drops the cluster's traffic (verl's MASTER_PORT, Gloo and vLLM listen on "
+                "such ports); fix: trust the cluster hosts' addresses on every port (docs/deploy.md, Firewall)",
+            )
+        )
+    return {
+        "pairs": len(ips) * (len(ips) - 1),
+        "failed_pairs": sum(len(f) for f in unreachable.values()),
+        "connect_timeout_s": MESH_CONNECT_S,
+        "mesh_s": round(time.perf_counter() - t, 3),
+        "problems": problems,
+    }
 
 
 def _dedupe(items: list[str]) -> list[str]:

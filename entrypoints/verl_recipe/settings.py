@@ -1,5 +1,9 @@
 """The one vocabulary of launch settings, and how layers of them are merged.
 
+`SETTINGS` is the one table: each setting's name, type, upstream spellings, domain, engines and the Hydra keys it
+drives. Rendering (render.py), the domain checks (checks/domains.py) and README's settings table
+(scripts/gen_docs.py) are derived from it.
+
 Precedence, lowest first: recipe defaults < site file < environment < --set KEY=VALUE < extra Hydra overrides.
 Upstream's spellings are accepted with a warning naming the canonical one; a key that looks like a typo of a
 known one is refused with "did you mean".
@@ -77,32 +81,80 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
+# The Hydra group of the actor, rollout and reference workers: most keys a setting drives live under it.
+ARR = "actor_rollout_ref"
+
+# How a setting's value is written to its Hydra keys (render.py holds one formatter per form).
+AS_IS = "as-is"
+DEVICE_NAME = "device name"  # npu stays npu, gpu becomes cuda
+FILES = "files"  # one path, or a list of paths
+LIST = "list"
+EXPERIMENT_DIR = "experiment dir"  # the root joined with PROJECT_NAME/EXPERIMENT_NAME
+ZERO_IS_NULL = "zero is null"  # 0 (off) becomes null
+WHILE_WORKAROUND = "while the workaround is needed"  # rendered while the pinned vLLM lacks a fix, or when set
+# Forms whose Hydra value is the setting's value itself: an extra override of such a key sets the setting back.
+ONE_TO_ONE = (AS_IS, FILES, LIST, ZERO_IS_NULL)
+
+
 @dataclass(frozen=True)
 class Setting:
+    """One row of the settings table: its name and type, its domain, and the Hydra keys it drives."""
+
     name: str
     kind: str  # int | float (kept as the text given, checked as a number) | str | bool | path | list
     help: str
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     domain: Domain | None = None
+    hydra: tuple[str, ...] = ()  # Hydra keys (with their +/++ prefix), or leaves under each of `roles`
+    roles: tuple[str, ...] = ()  # ARR roles the leaves in `hydra` are set for, role by role ("actor", "ref")
+    form: str = AS_IS
+    not_rendered: str = ""  # why a setting drives no Hydra key (who reads it instead)
+    optional: bool = False  # a number the recipe may leave unset
+    blocks_layout: bool = True  # a bad whole number stops the layout checks (they would divide by it)
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """The engines this setting is rendered and checked on."""
+        return self.domain.engines if self.domain else ENGINES
+
+    def hydra_keys(self, role: str | None = None) -> tuple[str, ...]:
+        """Every Hydra key the setting drives, or those of one of its roles."""
+        if not self.roles:
+            return self.hydra
+        roles = self.roles if role is None else (role,)
+        return tuple(f"{ARR}.{r}.{leaf}" for r in roles for leaf in self.hydra)
 
 
-def _s(
-    name: str, kind: str, text: str, *aliases: str, choices: tuple[str, ...] = (), domain: Domain | None = None
+def setting(
+    name: str,
+    kind: str,
+    text: str,
+    *aliases: str,
+    choices: tuple[str, ...] = (),
+    domain: Domain | None = None,
+    hydra: tuple[str, ...] = (),
+    roles: tuple[str, ...] = (),
+    form: str = AS_IS,
+    not_rendered: str = "",
+    optional: bool = False,
+    blocks_layout: bool = True,
 ) -> Setting:
-    return Setting(name, kind, text, tuple(aliases), choices, domain)
+    return Setting(
+        name, kind, text, tuple(aliases), choices, domain, hydra, roles, form, not_rendered, optional, blocks_layout
+    )
 
 
 POS = Domain(lo=1)
 MEGATRON_POS = Domain(lo=1, engines=("megatron",))
 FSDP_POS = Domain(lo=1, engines=("fsdp",))
-
+MEMORY_PLAN_ONLY = "read by the memory plan (memory.py) only"
 
 SETTINGS: tuple[Setting, ...] = (
     # cluster and layout
-    _s("DEVICE", "str", "accelerator family", choices=("npu", "gpu")),
-    _s("NNODES", "int", "nodes in the Ray cluster", "nnodes", "NUM_NODES", domain=POS),
-    _s(
+    setting("DEVICE", "str", "accelerator family", choices=("npu", "gpu"), hydra=("trainer.device",), form=DEVICE_NAME),
+    setting("NNODES", "int", "nodes in the Ray cluster", "nnodes", "NUM_NODES", domain=POS, hydra=("trainer.nnodes",)),
+    setting(
         "NDEVICES_PER_NODE",
         "int",
         "dies (NPU) or GPUs per node",
@@ -110,32 +162,111 @@ SETTINGS: tuple[Setting, ...] = (
         "N_GPUS_PER_NODE",
         "NPUS_PER_NODE",
         domain=POS,
+        hydra=("trainer.n_gpus_per_node",),
     ),
-    _s("TP", "int", "Megatron tensor parallel size (actor and ref)", domain=MEGATRON_POS),
-    _s("PP", "int", "Megatron pipeline parallel size", domain=MEGATRON_POS),
-    _s(
+    setting(
+        "TP",
+        "int",
+        "Megatron tensor parallel size (actor and ref)",
+        domain=MEGATRON_POS,
+        hydra=("megatron.tensor_model_parallel_size",),
+        roles=("actor", "ref"),
+    ),
+    setting(
+        "PP",
+        "int",
+        "Megatron pipeline parallel size",
+        domain=MEGATRON_POS,
+        hydra=("megatron.pipeline_model_parallel_size",),
+        roles=("actor", "ref"),
+    ),
+    setting(
         "CP",
         "int",
         "Megatron context parallel size (1 for Qwen3.5's Gated DeltaNet on megatron-core 0.16.0)",
         domain=MEGATRON_POS,
+        hydra=("megatron.context_parallel_size",),
+        roles=("actor", "ref"),
     ),
-    _s("EP", "int", "Megatron expert parallel size", domain=MEGATRON_POS),
-    _s("ETP", "int", "Megatron expert tensor parallel size", domain=MEGATRON_POS),
-    _s("VPP", "int", "virtual pipeline stages per PP rank (0 = off)", domain=Domain(lo=0, engines=("megatron",))),
-    _s("GEN_TP", "int", "rollout (vLLM) tensor parallel size", domain=POS),
-    _s("GEN_DP", "int", "rollout (vLLM) data parallel size per replica", domain=POS),
-    _s("GEN_EP", "int", "rollout expert parallel size (1, or GEN_TP x GEN_DP)", domain=POS),
-    _s(
+    setting(
+        "EP",
+        "int",
+        "Megatron expert parallel size",
+        domain=MEGATRON_POS,
+        hydra=("megatron.expert_model_parallel_size",),
+        roles=("actor", "ref"),
+    ),
+    setting(
+        "ETP",
+        "int",
+        "Megatron expert tensor parallel size",
+        domain=MEGATRON_POS,
+        hydra=("megatron.expert_tensor_parallel_size",),
+        roles=("actor", "ref"),
+    ),
+    setting(
+        "VPP",
+        "int",
+        "virtual pipeline stages per PP rank (0 = off)",
+        domain=Domain(lo=0, engines=("megatron",)),
+        hydra=(f"{ARR}.actor.megatron.virtual_pipeline_model_parallel_size",),
+        form=ZERO_IS_NULL,
+    ),
+    setting(
+        "GEN_TP",
+        "int",
+        "rollout (vLLM) tensor parallel size",
+        domain=POS,
+        hydra=(f"{ARR}.rollout.tensor_model_parallel_size",),
+    ),
+    setting(
+        "GEN_DP",
+        "int",
+        "rollout (vLLM) data parallel size per replica",
+        domain=POS,
+        hydra=(f"{ARR}.rollout.data_parallel_size",),
+    ),
+    setting(
+        "GEN_EP",
+        "int",
+        "rollout expert parallel size (1, or GEN_TP x GEN_DP)",
+        domain=POS,
+        hydra=(f"{ARR}.rollout.expert_parallel_size",),
+    ),
+    setting(
         "FSDP_SIZE",
         "int",
         "FSDP shard group size (-1, or any size >= the world, = shard over the whole world)",
         domain=Domain(lo=1, also=(-1,), engines=("fsdp",)),
+        hydra=(f"{ARR}.actor.fsdp_config.fsdp_size",),
     ),
-    _s("SP_SIZE", "int", "Ulysses sequence parallel size (FSDP recipes)", domain=FSDP_POS),
+    setting(
+        "SP_SIZE",
+        "int",
+        "Ulysses sequence parallel size (FSDP recipes)",
+        domain=FSDP_POS,
+        hydra=("fsdp_config.ulysses_sequence_parallel_size",),
+        roles=("actor", "ref"),
+    ),
     # paths and names
-    _s("MODEL_PATH", "path", "Hugging Face checkpoint directory on shared storage", "HF_MODEL_PATH"),
-    _s("TRAIN_FILES", "list", "training parquet file(s), comma separated", "train_path", "train_files", "TRAIN_FILE"),
-    _s(
+    setting(
+        "MODEL_PATH",
+        "path",
+        "Hugging Face checkpoint directory on shared storage",
+        "HF_MODEL_PATH",
+        hydra=(f"{ARR}.model.path",),
+    ),
+    setting(
+        "TRAIN_FILES",
+        "list",
+        "training parquet file(s), comma separated",
+        "train_path",
+        "train_files",
+        "TRAIN_FILE",
+        hydra=("data.train_files",),
+        form=FILES,
+    ),
+    setting(
         "VAL_FILES",
         "list",
         "validation parquet file(s), comma separated",
@@ -143,39 +274,103 @@ SETTINGS: tuple[Setting, ...] = (
         "test_files",
         "TEST_FILE",
         "val_files",
+        hydra=("data.val_files",),
+        form=FILES,
     ),
-    _s("CKPT_DIR", "path", "absolute checkpoint root on shared storage", "save_path", "default_local_dir"),
-    _s("LOG_DIR", "path", "absolute root for run records and logs on shared storage"),
-    _s("PROJECT_NAME", "str", "tracker project name", "project_name"),
-    _s("EXPERIMENT_NAME", "str", "tracker experiment name", "experiment_name", "exp_name"),
+    # Absolute, on shared storage: the TaskRunner may land on any node after a restart.
+    setting(
+        "CKPT_DIR",
+        "path",
+        "absolute checkpoint root on shared storage",
+        "save_path",
+        "default_local_dir",
+        hydra=("trainer.default_local_dir",),
+        form=EXPERIMENT_DIR,
+    ),
+    setting(
+        "LOG_DIR",
+        "path",
+        "absolute root for run records and logs on shared storage",
+        not_rendered="the launch environment (TENSORBOARD_DIR) and the run record",
+    ),
+    setting("PROJECT_NAME", "str", "tracker project name", "project_name", hydra=("trainer.project_name",)),
+    setting(
+        "EXPERIMENT_NAME",
+        "str",
+        "tracker experiment name",
+        "experiment_name",
+        "exp_name",
+        hydra=("trainer.experiment_name",),
+    ),
     # batch and lengths
-    _s("TRAIN_BATCH_SIZE", "int", "prompts per step (data.train_batch_size)", "train_batch_size", domain=POS),
-    _s("PPO_MINI_BATCH_SIZE", "int", "prompts per actor update", "ppo_mini_batch_size", domain=POS),
-    _s("PPO_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device per micro step", domain=POS),
-    _s("LOG_PROB_MICRO_BATCH_SIZE_PER_GPU", "int", "sequences per device when computing log-probs", domain=POS),
-    _s(
+    setting(
+        "TRAIN_BATCH_SIZE",
+        "int",
+        "prompts per step (data.train_batch_size)",
+        "train_batch_size",
+        domain=POS,
+        hydra=("data.train_batch_size",),
+    ),
+    setting(
+        "PPO_MINI_BATCH_SIZE",
+        "int",
+        "prompts per actor update",
+        "ppo_mini_batch_size",
+        domain=POS,
+        hydra=(f"{ARR}.actor.ppo_mini_batch_size",),
+    ),
+    setting(
+        "PPO_MICRO_BATCH_SIZE_PER_GPU",
+        "int",
+        "sequences per device per micro step",
+        domain=POS,
+        hydra=(f"{ARR}.actor.ppo_micro_batch_size_per_gpu",),
+    ),
+    setting(
+        "LOG_PROB_MICRO_BATCH_SIZE_PER_GPU",
+        "int",
+        "sequences per device when computing log-probs",
+        domain=POS,
+        hydra=("log_prob_micro_batch_size_per_gpu",),
+        roles=("rollout", "ref"),
+    ),
+    setting(
         "PPO_MAX_TOKEN_LEN_PER_GPU",
         "int",
         "token budget per device (log-prob and update); with dynamic batching at least one full sequence",
         domain=MEGATRON_POS,
+        hydra=(
+            f"{ARR}.actor.ppo_max_token_len_per_gpu",
+            f"{ARR}.rollout.log_prob_max_token_len_per_gpu",
+            f"{ARR}.ref.log_prob_max_token_len_per_gpu",
+        ),
     ),
-    _s("ROLLOUT_N", "int", "responses sampled per prompt (GRPO group size)", "n_resp_per_prompt", domain=POS),
-    _s("MAX_PROMPT_LENGTH", "int", "tokens", "max_prompt_length", domain=POS),
-    _s(
+    setting(
+        "ROLLOUT_N",
+        "int",
+        "responses sampled per prompt (GRPO group size)",
+        "n_resp_per_prompt",
+        domain=POS,
+        hydra=(f"{ARR}.rollout.n",),
+    ),
+    setting("MAX_PROMPT_LENGTH", "int", "tokens", "max_prompt_length", domain=POS, hydra=("data.max_prompt_length",)),
+    setting(
         "MAX_RESPONSE_LENGTH",
         "int",
         "tokens; prompt + response must fit the checkpoint's max_position_embeddings",
         "max_response_length",
         domain=POS,
+        hydra=("data.max_response_length",),
     ),
     # training loop
-    _s(
+    setting(
         "LR",
         "float",
         "actor learning rate",
         domain=Domain(lo=0, why="Megatron's LR scheduler and torch's optimizers raise on a negative rate"),
+        hydra=(f"{ARR}.actor.optim.lr",),
     ),
-    _s(
+    setting(
         "TOTAL_EPOCHS",
         "int",
         "epochs",
@@ -184,50 +379,93 @@ SETTINGS: tuple[Setting, ...] = (
             engine_lo=(("megatron", 1),),
             why="Megatron's LR scheduler asserts lr_decay_steps > 0, and 0 epochs give 0 training steps",
         ),
+        hydra=("trainer.total_epochs",),
+        blocks_layout=False,
     ),
-    _s(
+    setting(
         "SAVE_FREQ",
         "int",
         "checkpoint every N steps",
         domain=Domain(lo=1, why="verl saves no checkpoint at all unless SAVE_FREQ > 0"),
+        hydra=("trainer.save_freq",),
+        blocks_layout=False,
     ),
-    _s("TEST_FREQ", "int", "validate every N steps (<= 0: never, verl's own default is -1)", domain=Domain()),
-    _s("VAL_BEFORE_TRAIN", "bool", "validate before the first step"),
-    _s("RESUME_MODE", "str", "resume from the latest checkpoint", choices=("auto", "disable")),
-    _s(
+    setting(
+        "TEST_FREQ",
+        "int",
+        "validate every N steps (<= 0: never, verl's own default is -1)",
+        domain=Domain(),
+        hydra=("trainer.test_freq",),
+        blocks_layout=False,
+    ),
+    setting("VAL_BEFORE_TRAIN", "bool", "validate before the first step", hydra=("trainer.val_before_train",)),
+    setting(
+        "RESUME_MODE",
+        "str",
+        "resume from the latest checkpoint",
+        choices=("auto", "disable"),
+        hydra=("trainer.resume_mode",),
+    ),
+    setting(
         "GEN_MEM_UTIL",
         "float",
         "vLLM gpu_memory_utilization: the share of each die's memory the rollout may take",
         domain=Domain(lo=0, hi=1, lo_open=True, why="vLLM takes this share of the die's total memory"),
+        hydra=(f"{ARR}.rollout.gpu_memory_utilization",),
     ),
-    _s("LOGGER", "list", "trackers: console, tensorboard, file, wandb, mlflow, swanlab, clearml, trackio"),
+    setting(
+        "LOGGER",
+        "list",
+        "trackers: console, tensorboard, file, wandb, mlflow, swanlab, clearml, trackio",
+        hydra=("trainer.logger",),
+        form=LIST,
+    ),
     # workarounds and cluster
-    _s(
+    setting(
         "MM_PROCESSOR_CACHE_GB",
         "int",
         "vLLM multimodal processor cache (0 = the vLLM #42995 workaround)",
         domain=Domain(lo=0),
+        hydra=(f"+{ARR}.rollout.engine_kwargs.vllm.mm_processor_cache_gb",),
+        form=WHILE_WORKAROUND,
+        blocks_layout=False,
     ),
-    _s("FORCE_MM_CACHE", "bool", "allow MM_PROCESSOR_CACHE_GB > 0 on NPU despite vLLM #42995"),
-    _s("RAY_ADDRESS", "str", "Ray GCS address given to verl ('auto' = the cluster this node joined)"),
+    setting(
+        "FORCE_MM_CACHE",
+        "bool",
+        "allow MM_PROCESSOR_CACHE_GB > 0 on NPU despite vLLM #42995",
+        not_rendered="read by validate only (the MM_PROCESSOR_CACHE_GB rule)",
+    ),
+    # Fail fast when no cluster is reachable instead of silently starting a private one-node cluster.
+    setting(
+        "RAY_ADDRESS",
+        "str",
+        "Ray GCS address given to verl ('auto' = the cluster this node joined)",
+        hydra=("+ray_kwargs.ray_init.address",),
+    ),
     # memory plan (docs/memory.md)
-    _s(
+    setting(
         "DEVICE_MEM_GIB",
         "float",
         "memory of one die or GPU in GiB (A3 die: 64); the memory plan refuses layouts above it",
         domain=Domain(lo=0, lo_open=True),
+        not_rendered=MEMORY_PLAN_ONLY,
+        optional=True,
     ),
-    _s(
+    setting(
         "MEMORY_CHECK",
         "str",
         "what a layout over the memory estimate gets: refused, or a warning (simulated clusters)",
         choices=("refuse", "warn"),
+        not_rendered=MEMORY_PLAN_ONLY,
     ),
-    _s(
+    setting(
         "HOST_MEM_GIB",
         "float",
         "RAM of one host in GiB, a site setting; 0 = the host estimate is printed but not checked",
         domain=Domain(lo=0),
+        not_rendered=MEMORY_PLAN_ONLY,
+        optional=True,
     ),
 )
 

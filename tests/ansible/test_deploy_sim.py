@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from tests.ansible.helpers import changed_tasks, recap
 from tests.ansible.simcluster import SimCluster, ensure_tarball
+from tests.sim.helpers import SIMCTL
 
 pytestmark = pytest.mark.docker
 
@@ -142,6 +145,53 @@ def test_real_failure_modes_each_trip_their_row(cluster: tuple[SimCluster, Path,
         assert report["device_queries"]["a3-01"]["count"] == 2 + 8 + 16 * 5 + 16
     finally:
         sim.clear()
+    assert sim.state() == before
+
+
+def test_hccs_mode_preflight_checks_the_vnic_path(cluster: tuple[SimCluster, Path, str]) -> None:
+    """site_inter_server_link: hccs on the same cluster: `simctl.py link hccs` rewrites its inventory with the
+    a3_vnic_ips each host's own `hccn_tool -vnic -g` reports. The preflight then checks every die's vNIC and pings
+    over HCCS: a DOWN vNIC and a lost HCCS route fail, a DOWN RoCE link fails only npu_link, a lost RoCE route
+    nothing. The inventory is switched back to roce afterwards."""
+    sim, extra, _ = cluster
+    env = dict(os.environ, SIM_NAME=sim.name, SIM_INVENTORY=str(sim.inventory.parent))
+
+    def relink(mode: str) -> None:
+        p = subprocess.run([sys.executable, str(SIMCTL), "link", mode], env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+    # rotation 0, 3 hosts: die d of a3-03 pings a3-01 (d even) or a3-02 (d odd), die d
+    faults = {"a3-02": ["vnic-down:5", "link-down:7"], "a3-03": ["hccs-loss:a3-01:4", "ping-loss:a3-01"]}
+    expected = {
+        "a3-02": {"npu_vnic": "die 5: DOWN", "npu_link": "die 7: DOWN"},
+        "a3-03": {"npu_ping": "die 4: 100.00% loss to 198.19.4.11 (a3-01 die 4)"},
+    }
+    before = sim.state()
+    try:
+        relink("hccs")
+        assert sim.site_vars()["site_inter_server_link"] == "hccs"
+        healthy = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
+        out = healthy.stdout + healthy.stderr
+        assert healthy.returncode == 0 and "preflight OK: 3 hosts x" in out, out[-4000:]
+        for host, specs in faults.items():
+            for spec in specs:
+                sim.fault(host, spec)
+        res = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
+        out = res.stdout + res.stderr
+        assert res.returncode != 0 and "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
+        for host, checks in expected.items():
+            for check, found in checks.items():
+                hit = rows(out, host, check)
+                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+        failed = {(h, c) for h, checks in expected.items() for c in checks}
+        got = set(re.findall(r"^\s*(a3-\d\d)\s+\|\s+(\w+)\s+\|", table(out), re.M))
+        # a3-02's own die 5 and a3-03's die 5 (to a3-02's vNIC) lose their pings: explained by a3-02's npu_vnic
+        assert got == failed, f"only the injected faults may fail: {sorted(got ^ failed)}"
+        assert "healthy hosts: a3-01" in out
+    finally:
+        sim.clear()
+        relink("roce")
+    assert sim.site_vars()["site_inter_server_link"] == "roce"
     assert sim.state() == before
 
 

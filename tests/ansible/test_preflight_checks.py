@@ -5,6 +5,8 @@ queries run one at a time. Plus the parsers, on the real tools' output formats (
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -69,6 +71,21 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, An
             proc.wait(timeout=10)
 
 
+@pytest.fixture(scope="module")
+def vnics(net: tuple[dict[str, Any], dict[str, str], Path]) -> dict[str, list[str]]:
+    """Each healthy host's vNIC addresses as its own `hccn_tool -vnic -g` reports them, read the way `make sim-up
+    SIM_LINK=hccs` fills a3_vnic_ips (the loop and parser of simctl.py), never derived here."""
+    _, _, base = net
+    out = {}
+    for h in ("a3-01", "a3-02"):
+        (base / h / "state" / "faults.json").write_text('{"faults": []}')
+        env = dict(os.environ, VERL_SIM_DIR=str(base / h / "state"), VERL_SIM_ROOT=str(base / h / "root"))
+        env["PATH"] = f"{TOOLS}:{env['PATH']}"
+        p = subprocess.run(["sh", "-c", simctl.vnic_query(DIES)], env=env, capture_output=True, text=True, check=True)
+        out[h] = simctl.parse_vnic(h, p.stdout, DIES)
+    return out
+
+
 def run_npu(
     net: tuple[dict[str, Any], dict[str, str], Path],
     monkeypatch: pytest.MonkeyPatch,
@@ -77,9 +94,11 @@ def run_npu(
     peer_faults: tuple[str, ...] = (),
     rotation: int = 0,
     link: str = "roce",
+    vnic_ips: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Any]:
     """The module's device checks on a3-01 with `faults`, pinging a3-02 (which carries `peer_faults`). Both hosts
-    show DIES dies (the `dies` fault) to keep the ~30 sequential tool calls quick."""
+    show DIES dies (the `dies` fault) to keep the ~30 sequential tool calls quick. link hccs pings the vnic_ips
+    (the `vnics` fixture: what the hosts' tools reported), as the action plugin does with a3_vnic_ips."""
     c, extra, base = net
     if not any(f.startswith("dies:") for f in faults):
         faults = (*faults, f"dies:{DIES}")
@@ -96,12 +115,14 @@ def run_npu(
     conf.write_text(simhost.hccn_conf(h))
     order = ["a3-01", "a3-02"]
     ips = {x["name"]: list(x["npu_ips"]) for x in c["hosts"]}
-    targets = {h: [simhost.vnic_ip(a) for a in v] for h, v in ips.items()} if link == "hccs" else ips
+    assert link == "roce" or vnic_ips, "hccs mode pings the vNIC addresses the hosts reported"
+    targets = vnic_ips if link == "hccs" and vnic_ips else ips
     p = {
         "expected_dies": DIES,
         "npu_ips": ips["a3-01"],
         "ping_plan": act.ping_plan(order, "a3-01", DIES, rotation, targets, link),
         "inter_server_link": link,
+        "vnic_ips": list((vnic_ips or {}).get("a3-01", [])) if link == "hccs" else [],
         "compose_project": "verl-recipe",
         "hccn_conf_file": str(conf),
         "tool_dirs": [str(TOOLS)],
@@ -318,16 +339,100 @@ def test_report_rows_have_every_field() -> None:
     assert s["rows"][1]["check"] == "ssh" and s["rows"][1]["status"] == "failed"
 
 
-def test_hccs_mode_checks_the_vnic_path(net: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """site_inter_server_link: hccs: the vNIC of every die, and pings over HCCS to the peers' vNIC addresses; a
-    RoCE link that is down does not cut that path, a failing route to one peer die does."""
-    rows, _, host = run_npu(net, monkeypatch, tmp_path / "ok", link="hccs")
+def test_hccs_mode_healthy_host_passes_and_checks_the_vnic_path(
+    net: Any, vnics: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """site_inter_server_link: hccs: `-vnic -g` on every die (row npu_vnic) and `-hccs_ping` to the peers' vNIC
+    addresses; a healthy host passes every row, with one query more per die than in roce mode."""
+    rows, _, host = run_npu(net, monkeypatch, tmp_path, link="hccs", vnic_ips=vnics)
+    assert set(rows) == NPU_ROWS | {"npu_vnic"}
     assert failed(rows) == {} and rows["npu_vnic"]["found"] == f"{DIES} dies OK"
     assert rows["npu_ping"]["found"] == f"{DIES} pings to 1 hosts OK"
-    rows, _, _ = run_npu(net, monkeypatch, tmp_path / "roce-down", peer_faults=("link-down:1",), link="hccs")
-    assert "npu_ping" not in failed(rows)
-    rows, _, _ = run_npu(net, monkeypatch, tmp_path / "route", ("ping-loss:a3-02:1",), link="hccs")
-    assert failed(rows) == {"npu_ping": "die 1: 100.00% loss to 198.19.1.12"}
+    assert host.queries == 2 + DIES // 2 + DIES * 6 + DIES
+    assert set(vnics["a3-02"]).isdisjoint(net[0]["hosts"][1]["npu_ips"])  # another address than the RoCE one
+    roce, _, _ = run_npu(net, monkeypatch, tmp_path / "roce")
+    assert "npu_vnic" not in roce and failed(roce) == {}
+
+
+# Each fault on its path: in hccs mode a RoCE-only fault leaves the pings alone and an HCCS one fails them, in roce
+# mode the other way round. `exactly` is every row that fails on a3-01 (rotation 0: die d pings a3-02's die d).
+PATH_FAULTS = [
+    # the HCCS path
+    ("hccs", ("vnic-down:1",), (), {"npu_vnic": "die 1: DOWN", "npu_ping": "die 1: 100.00% loss to 198.19.1.12"}),
+    ("hccs", (), ("vnic-down:2",), {"npu_ping": "die 2: 100.00% loss to 198.19.2.12"}),
+    ("hccs", ("hccs-loss:a3-02:1",), (), {"npu_ping": "die 1: 100.00% loss to 198.19.1.12"}),
+    (
+        "hccs",
+        ("hccs-loss:a3-02",),
+        (),
+        {"npu_ping": "; ".join(f"die {d}: 100.00% loss to 198.19.{d}.12" for d in range(DIES))},
+    ),
+    # RoCE-only faults in hccs mode: the RoCE rows still see their own die, the HCCS pings pass
+    ("hccs", ("ping-loss:a3-02:1",), (), {}),
+    ("hccs", (), ("link-down:2",), {}),
+    ("hccs", ("link-down:1",), (), {"npu_link": "die 1: DOWN"}),
+    # roce mode: the HCCS faults are invisible, the RoCE ones fail the pings
+    ("roce", ("vnic-down:1",), (), {}),
+    ("roce", (), ("vnic-down:2",), {}),
+    ("roce", ("hccs-loss:a3-02:1",), (), {}),
+    ("roce", ("ping-loss:a3-02:1",), (), {"npu_ping": "die 1: 100.00% loss to 198.18.1.12"}),
+    ("roce", (), ("link-down:2",), {"npu_ping": "die 2: 100.00% loss to 198.18.2.12"}),
+]
+
+
+def test_hccs_mode_a_vnic_address_the_inventory_misstates_is_named(
+    net: Any, vnics: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the host's tool reports its real vNIC; the inventory lists another one for die 1 (the peers would ping that)
+    stale = {**vnics, "a3-01": [ip if d != 1 else "198.19.250.250" for d, ip in enumerate(vnics["a3-01"])]}
+    rows, _, _ = run_npu(net, monkeypatch, tmp_path, link="hccs", vnic_ips=stale)
+    assert failed(rows) == {"npu_vnic": f"die 1: vNIC {vnics['a3-01'][1]}, a3_vnic_ips[1] says 198.19.250.250"}
+    assert rows["npu_vnic"]["dies"] == [1] and "correct a3_vnic_ips" in rows["npu_vnic"]["fix"]
+
+
+@pytest.mark.parametrize(("link", "faults", "peer_faults", "exactly"), PATH_FAULTS)
+def test_faults_fail_only_the_path_the_mode_uses(
+    net: Any,
+    vnics: dict[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    link: str,
+    faults: tuple[str, ...],
+    peer_faults: tuple[str, ...],
+    exactly: dict[str, str],
+) -> None:
+    rows, _, _ = run_npu(net, monkeypatch, tmp_path, faults, peer_faults, link=link, vnic_ips=vnics)
+    assert failed(rows) == exactly
+    assert ("npu_vnic" in rows) == (link == "hccs")
+    for row, found in exactly.items():
+        assert rows[row]["status"] == "failed" and rows[row]["fix"]
+        assert rows[row]["dies"] == [int(d) for d in re.findall(r"die (\d+):", found)]
+    if "npu_ping" in exactly:
+        assert set(rows["npu_ping"]["peers"]) == {"a3-02"}
+
+
+def test_report_blames_a_lost_hccs_ping_on_the_peers_vnic(
+    net: Any, vnics: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The report names the peer die of a lost HCCS ping by its vNIC address, and only a fault of that path (the
+    peer's npu_vnic, not its RoCE npu_link) explains the loss away from the healthy sender."""
+    rows, _, _ = run_npu(net, monkeypatch, tmp_path, peer_faults=("vnic-down:2",), link="hccs", vnic_ips=vnics)
+    assert failed(rows) == {"npu_ping": "die 2: 100.00% loss to 198.19.2.12"}
+
+    def peer(check: str) -> dict[str, Any]:
+        return {"checks": [{"check": check, "ok": False, "found": "die 2: DOWN", "expected": "", "fix": "fix it"}]}
+
+    nodes = ["a3-01", "a3-02"]
+    me = {"checks": list(rows.values())}
+    s = rep.summarize(nodes, {"a3-01": me, "a3-02": peer("npu_vnic")}, vnics, "hccs")
+    assert s["failed_hosts"] == ["a3-02"]
+    row = next(r for r in s["rows"] if r["host"] == "a3-01" and r["check"] == "npu_ping")
+    assert row["ok"] and row["found"].endswith("die 2: 100.00% loss to 198.19.2.12 (a3-02 die 2)")
+    # a DOWN RoCE link on the peer does not explain a lost HCCS ping: the sender stays failed, the peer named
+    s = rep.summarize(nodes, {"a3-01": me, "a3-02": peer("npu_link")}, vnics, "hccs")
+    assert s["failed_hosts"] == ["a3-01", "a3-02"]
+    row = next(r for r in s["failures"] if r["host"] == "a3-01")
+    assert row["found"] == "die 2: 100.00% loss to 198.19.2.12 (a3-02 die 2)"
 
 
 def test_default_runtime_binary_must_exist(tmp_path: Path) -> None:

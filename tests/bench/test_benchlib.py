@@ -18,6 +18,7 @@ from benchlib import (  # noqa: E402
     layers_rebuilt,
     median,
     merge,
+    ping_coverage,
     ratio,
     ready_after,
     recap,
@@ -103,6 +104,19 @@ def test_faults_named_needs_a_failed_row_for_host_and_check() -> None:
     ]
     injected = [("a3-02", "npu_link"), ("a3-02", "chip_health"), ("a3-02", "driver_version")]
     assert faults_named(rows, injected) == [("a3-02", "npu_link")]
+
+
+def test_ping_coverage_counts_unordered_pairs_and_receiving_dies() -> None:
+    plan = {
+        "a3-01": [{"die": 0, "peer": "a3-02", "peer_die": 0}, {"die": 1, "peer": "a3-03", "peer_die": 1}],
+        "a3-02": [{"die": 0, "peer": "a3-01", "peer_die": 1}, {"die": 1, "peer": "a3-03", "peer_die": 1}],
+        "a3-03": [],
+    }
+    report = {"meta": {"hosts": {h: {"rank": i, "ping_plan": p} for i, (h, p) in enumerate(plan.items())}}}
+    cov = ping_coverage(report)
+    # 01-02 twice is one pair; 03 never pings but is pinged; die 1 of a3-03 received two pings: one die
+    assert cov == {"hosts": 3, "pings": 4, "host_pairs": 3, "host_pairs_total": 3, "dies_pinged": 3}
+    assert ping_coverage({"rows": []})["host_pairs_total"] == 0
 
 
 def test_table_has_a_row_per_figure_and_aligned_columns() -> None:

@@ -147,6 +147,31 @@ def test_host_with_fewer_dies_is_refused(deployed: Cluster) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("host", ["a3-03", "a3-01"])
+def test_a_firewall_that_drops_ephemeral_ports_is_named(deployed: Cluster, host: str) -> None:
+    # The simulated `firewall` fault: real iptables rules in the host's network namespace that drop new TCP from the
+    # cluster except on a fixed port list, as a port-list firewalld/ufw setup does; the head (a3-01) and a worker.
+    deployed.simctl("fault", host, "firewall")
+    try:
+        p = on_host(
+            deployed,
+            "a3-01",
+            f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline 120 {scale('qwen3.5-397b', 3)}",
+        )
+        out = p.stdout + p.stderr
+        assert p.returncode == 1, out[-3000:]
+        rows = {line.split()[0]: line for line in p.stdout.splitlines() if line.startswith("a3-")}
+        others = ", ".join(h for h in ("a3-01", "a3-02", "a3-03") if h != host)
+        assert f"a host firewall on {host} drops" in rows[host] and f"fails from {others}" in rows[host], rows
+        assert all(r.endswith("ok") for h, r in rows.items() if h != host), rows
+        assert "node pairs cannot open a TCP connection on an ephemeral port" in p.stdout
+    finally:
+        deployed.simctl("fault", host, "clear")
+    again = on_host(deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse {scale('qwen3.5-397b', 3)}")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+
+
+@pytest.mark.docker
 def test_nothing_left_running_after_the_runs(deployed: Cluster) -> None:
     for host in ("a3-01", "a3-02", "a3-03"):
         p = on_host(deployed, host, "docker ps --filter name=verl-recipe-train --format '{{.Names}}'")

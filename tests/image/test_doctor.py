@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from verl_recipe import doctor
@@ -39,8 +43,8 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.delenv("HCCL_IF_IP", raising=False)
-    monkeypatch.delenv("NODE_IP", raising=False)
+    for var in ("HCCL_IF_IP", "NODE_IP", "NODE_DIES", "NDEVICES_PER_NODE", "VERL_RECIPE_DEV_DIR"):
+        monkeypatch.delenv(var, raising=False)
     return {"shared": shared, "sys_net": sys_net, "tmp": tmp_path}
 
 
@@ -100,6 +104,8 @@ def test_simulated_node_is_ok_and_no_npu_is_expected(node: dict[str, Path], caps
     checks = by_name(doc)
     assert code == 0 and doc["ok"] is True and doc["simulated"] is True and doc["exit_code"] == 0
     assert checks["npu"]["status"] == "expected" and "no NPU" in checks["npu"]["detail"]
+    # a plain container in simulated mode: no simulated host's /dev to count
+    assert checks["npu-dies"]["status"] == "expected" and "/host-dev" in checks["npu-dies"]["detail"]
     assert checks["driver"]["status"] == "expected"
     assert checks["package:torch-npu"]["status"] == "expected"
     assert {c["status"] for c in doc["checks"]} <= {"ok", "expected", "warn"}
@@ -232,3 +238,253 @@ def test_module_entry_point_runs() -> None:
     doc = json.loads(out.stdout)
     assert out.returncode == doc["exit_code"] and doc["simulated"] is True
     assert subprocess.run([sys.executable, "-m", "verl_recipe.doctor", "--bogus"], capture_output=True).returncode == 2
+
+
+# --- the dies: counted by name in the host's /dev, never opened --------------------------------------------------
+
+CONTROL = ("davinci_manager", "devmm_svm", "hisi_hdc")
+
+
+def host_dev(
+    path: Path, dies: range | list[int] = range(16), control: tuple[str, ...] = CONTROL, char: bool = False
+) -> Path:
+    """A host's /dev as the doctor sees it at /host-dev: empty files (as a simulated host without CAP_MKNOD writes
+    them) or, with char=True, links to /dev/null (a character device, as on a real host)."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name in [*(f"davinci{i}" for i in dies), *control, "null", "davinci_other"]:
+        if char:
+            (path / name).symlink_to("/dev/null")
+        else:
+            (path / name).write_text("")
+    return path
+
+
+def run_dev(node: dict[str, Path], capsys: pytest.CaptureFixture[str], dev: Path | None, *extra: str) -> dict:
+    args = ["--json", "--sys-net", str(node["sys_net"]), "--min-free-gb", "0", *extra]
+    args += ["--driver-info", str(node["tmp"] / "version.info"), "--record-dir", str(node["tmp"] / "record")]
+    if dev is not None:
+        args += ["--dev-dir", str(dev)]
+    capsys.readouterr()
+    code = doctor.main(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exit_code"] == code
+    return doc
+
+
+def test_simulated_healthy_host_passes(node: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    doc = run_dev(node, capsys, host_dev(node["tmp"] / "host-dev"))
+    dies = by_name(doc)["npu-dies"]
+    assert doc["ok"] is True and dies["status"] == "ok", dies
+    assert "16 dies" in dies["detail"] and "hisi_hdc" in dies["detail"]
+
+
+@pytest.mark.parametrize(
+    ("dies", "shown"),
+    [
+        (range(12), "12 of 16 dies"),  # fault dies:12
+        ([i for i in range(16) if i != 7], "davinci7 missing"),  # fault dev-missing:7
+        (range(1, 16), "davinci0 missing"),
+    ],
+)
+def test_simulated_host_with_fewer_dies_fails(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, dies: Any, shown: str
+) -> None:
+    doc = run_dev(node, capsys, host_dev(node["tmp"] / "host-dev", dies))
+    check = by_name(doc)["npu-dies"]
+    assert doc["ok"] is False and doc["exit_code"] == 1
+    assert check["status"] == "fail" and shown in check["detail"], check
+    assert "npu-smi info" in check["fix"]
+    failed = [c for c in doc["checks"] if c["status"] == "fail"]
+    assert [c["name"] for c in failed] == ["npu-dies"], "nothing else fails on a healthy simulated node"
+
+
+def test_fewer_dies_is_one_line_with_its_fix(node: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    dev = host_dev(node["tmp"] / "host-dev", range(12))
+    capsys.readouterr()
+    argv = ["--sys-net", str(node["sys_net"]), "--min-free-gb", "0", "--dev-dir", str(dev)]
+    assert doctor.main([*argv, "--record-dir", str(node["tmp"] / "record")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    fails = [line for line in out if line.startswith("[FAIL]")]
+    missing = "davinci12, davinci13, davinci14, davinci15 missing"
+    assert fails == [f"[FAIL] npu-dies: 12 of 16 dies in {dev} (host.dies_per_node.a3=16): {missing}"]
+    assert out[out.index(fails[0]) + 1].strip().startswith("fix: the host lost a die")
+
+
+def test_missing_control_node_fails(node: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    doc = run_dev(node, capsys, host_dev(node["tmp"] / "host-dev", control=("davinci_manager", "devmm_svm")))
+    check = by_name(doc)["npu-dies"]
+    assert check["status"] == "fail" and "hisi_hdc missing" in check["detail"] and "driver" in check["fix"]
+
+
+def test_dev_dir_comes_from_verl_recipe_dev_dir(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERL_RECIPE_DEV_DIR", str(host_dev(node["tmp"] / "host-dev", range(15))))
+    assert "davinci15 missing" in by_name(run_dev(node, capsys, None))["npu-dies"]["detail"]
+    monkeypatch.setenv("VERL_RECIPE_DEV_DIR", str(node["tmp"] / "absent"))
+    check = by_name(run_dev(node, capsys, None))["npu-dies"]
+    assert check["status"] == "fail" and str(node["tmp"] / "absent") in check["detail"]
+    assert "/host-dev" in check["fix"]
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "shown"),
+    [
+        ("NODE_DIES", "sixteen", "NODE_DIES='sixteen' is not a whole number"),
+        ("NODE_DIES", "0", "NODE_DIES='0'"),
+        ("NDEVICES_PER_NODE", "-2", "NDEVICES_PER_NODE='-2'"),
+        ("NODE_DIES", "8", "16 dies in"),  # more dies than node.env says: the inventory is wrong
+        ("NODE_DIES", "17", "davinci16 missing"),
+    ],
+)
+def test_bad_die_count_setting_fails(
+    node: dict[str, Path],
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    var: str,
+    value: str,
+    shown: str,
+) -> None:
+    monkeypatch.setenv(var, value)
+    doc = run_dev(node, capsys, host_dev(node["tmp"] / "host-dev"))
+    check = by_name(doc)["npu-dies"]
+    assert doc["exit_code"] == 1 and check["status"] == "fail" and shown in check["detail"], check
+    assert check["fix"]
+
+
+def test_node_dies_sets_the_expected_count(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NODE_DIES", "8")
+    monkeypatch.setenv("NDEVICES_PER_NODE", "16")  # node.env's NODE_DIES wins, as for the Ray node
+    check = by_name(run_dev(node, capsys, host_dev(node["tmp"] / "host-dev", range(8))))["npu-dies"]
+    assert check["status"] == "ok" and "8 dies" in check["detail"]
+
+
+def test_real_host_needs_character_devices(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERL_RECIPE_SIMULATED", "0")
+    check = by_name(run_dev(node, capsys, host_dev(node["tmp"] / "files")))["npu-dies"]
+    assert check["status"] == "fail" and "not a character device" in check["detail"]
+    check = by_name(run_dev(node, capsys, host_dev(node["tmp"] / "chars", char=True)))["npu-dies"]
+    assert check["status"] == "ok", check
+    check = by_name(run_dev(node, capsys, host_dev(node["tmp"] / "empty", [], ())))["npu-dies"]
+    assert check["status"] == "fail" and "0 of 16 dies" in check["detail"], "no simulated excuse on a real host"
+
+
+# --- torch_npu: import and version only ----------------------------------------------------------------------
+
+
+class Opened(AssertionError):
+    pass
+
+
+def refuse(what: str) -> Any:
+    def call(*args: object, **kwargs: object) -> None:
+        raise Opened(f"doctor called {what}: that initialises ACL on a die the Ray node holds")
+
+    return call
+
+
+def fake_torch_npu(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    """torch and torch_npu whose device calls raise: an import that touched a die would fail the check."""
+    calls = ("device_count", "set_device", "init", "is_available", "current_device")
+    npu = types.SimpleNamespace(**{n: refuse(f"torch.npu.{n}") for n in calls})
+    torch = types.ModuleType("torch")
+    torch.npu = npu  # type: ignore[attr-defined]
+    mod = types.ModuleType("torch_npu")
+    mod.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
+    mod.__version__ = version  # type: ignore[attr-defined]
+    mod.npu = npu  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "torch_npu", mod)
+
+
+def runs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No npu-smi or any other tool: the doctor's checks run in-process."""
+    for name in ("run", "Popen", "check_output", "call"):
+        monkeypatch.setattr(subprocess, name, refuse(f"subprocess.{name}"))
+
+
+def real_host(node: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VERL_RECIPE_SIMULATED", "0")
+    write_driver(node, "26.0.rc1")
+    runs_nothing(monkeypatch)
+    return host_dev(node["tmp"] / "host-dev", char=True)
+
+
+def test_torch_npu_import_and_version_only(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev = real_host(node, monkeypatch)
+    pin = str(load_manifest()["python_packages"]["torch_npu"])
+    fake_torch_npu(monkeypatch, f"{pin}+git1234")  # a local build tag is the same version
+    checks = by_name(run_dev(node, capsys, dev))
+    assert checks["npu"]["status"] == "ok" and f"torch_npu {pin}+git1234 imports" in checks["npu"]["detail"]
+    assert checks["npu-dies"]["status"] == "ok" and checks["driver"]["status"] == "ok"
+
+
+def test_torch_npu_version_drift_fails(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev = real_host(node, monkeypatch)
+    fake_torch_npu(monkeypatch, "2.1.0")
+    check = by_name(run_dev(node, capsys, dev))["npu"]
+    assert check["status"] == "fail" and "torch_npu 2.1.0" in check["detail"] and "pins" in check["detail"]
+    assert "rebuild the image" in check["fix"]
+
+
+class BrokenLoader(importlib.abc.Loader):
+    """A torch_npu whose import fails as it does without the driver's libraries, after printing to fd 1."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        os.write(1, b"[W native] noise on stdout\n")
+        raise OSError("libascend_hal.so: cannot open shared object file: No such file or directory")
+
+
+class BrokenFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        return importlib.machinery.ModuleSpec(name, BrokenLoader()) if name == "torch_npu" else None
+
+
+def test_torch_npu_import_failure_names_it_and_keeps_json_clean(
+    node: dict[str, Path], capfd: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev = real_host(node, monkeypatch)
+    monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [BrokenFinder(), *sys.meta_path])
+    capfd.readouterr()
+    args = ["--json", "--sys-net", str(node["sys_net"]), "--min-free-gb", "0", "--dev-dir", str(dev)]
+    assert doctor.main([*args, "--record-dir", str(node["tmp"] / "record")]) == 1
+    out, err = capfd.readouterr()
+    check = by_name(json.loads(out))["npu"]  # the library's print went to stderr, not into the JSON
+    assert "noise on stdout" in err
+    assert check["status"] == "fail" and "libascend_hal.so" in check["detail"] and "set_env.sh" in check["fix"]
+
+
+def test_torch_npu_absent_on_a_real_host(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev = real_host(node, monkeypatch)
+    monkeypatch.setitem(sys.modules, "torch_npu", None)  # import raises ModuleNotFoundError(name="torch_npu")
+    check = by_name(run_dev(node, capsys, dev))["npu"]
+    assert check == {
+        "name": "npu",
+        "status": "fail",
+        "detail": "torch_npu is not installed",
+        "fix": "use the NPU image (`make image-npu`)",
+    }
+
+
+def test_simulated_mode_does_not_import_torch_npu(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "meta_path", [BrokenFinder(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
+    runs_nothing(monkeypatch)
+    check = by_name(run_dev(node, capsys, host_dev(node["tmp"] / "host-dev")))["npu"]
+    assert check["status"] == "expected" and "NPU not used" in check["detail"]

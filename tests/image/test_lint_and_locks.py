@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 LOCK = ROOT / "docker" / "lock"
 SIM = ROOT / "docker" / "sim-runtime"
+REQ = ROOT / "requirements"
 # manifest key -> distribution name in the NPU lock
 NPU_PINNED = {
     "torch": "torch",
@@ -67,7 +68,16 @@ def test_hadolint_config_fails_on_warnings() -> None:
 
 
 @pytest.mark.parametrize(
-    "lock", [LOCK / "npu.lock", SIM / "requirements.lock", SIM / "requirements-pypi.lock", SIM / "verl.lock"]
+    "lock",
+    [
+        LOCK / "npu.lock",
+        SIM / "requirements.lock",
+        SIM / "requirements-pypi.lock",
+        SIM / "verl.lock",
+        REQ / "dev.lock",
+        REQ / "dev-pypi.lock",
+        REQ / "verl.lock",
+    ],
 )
 def test_every_locked_package_is_exact_and_hashed(lock: Path) -> None:
     found = entries(lock)
@@ -113,7 +123,7 @@ def test_sim_lock_holds_the_manifest_pins() -> None:
     assert entries(SIM / "verl.lock")["verl"][0] == f"verl=={manifest()['git_sources']['verl']['version']}"
 
 
-@pytest.mark.parametrize("target", ["lock-npu-check", "lock-sim-check"])
+@pytest.mark.parametrize("target", ["lock-npu-check", "lock-sim-check", "lock-check"])
 def test_locks_still_resolve_against_pypi(target: str) -> None:
     out = subprocess.run(
         ["make", "--no-print-directory", target], cwd=ROOT, capture_output=True, text=True, check=False

@@ -1,5 +1,6 @@
-"""The simulated runtime carries what verl 0.8.0's config path imports (docker/sim-runtime/sim-pins.yaml), with
-verl's own version specifiers, resolved exactly and hashed in both sim locks, the CPU torch unchanged."""
+"""The simulated runtime and the development venv carry what verl 0.8.0's config path imports
+(docker/sim-runtime/sim-pins.yaml), with verl's own version specifiers, resolved exactly and hashed in both sim locks
+and both dev locks (requirements/), the CPU torch unchanged."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from .test_lint_and_locks import entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "docker" / "sim-runtime"
+REQ = ROOT / "requirements"
 PINS = yaml.safe_load((SIM / "sim-pins.yaml").read_text())
 LOCKS = ("requirements.lock", "requirements-pypi.lock")
+# The development venv's locks: the toolchain and the verl import closure resolved together.
+DEV_LOCKS = ("dev.lock", "dev-pypi.lock")
 
 
 def imagetool() -> ModuleType:
@@ -42,9 +46,9 @@ def test_lock_input_carries_verls_own_specifiers() -> None:
         assert name in lines, name
 
 
-@pytest.mark.parametrize("lock", LOCKS)
-def test_both_sim_locks_hold_the_verl_closure_exactly(lock: str) -> None:
-    found = entries(SIM / lock)
+@pytest.mark.parametrize("lock", [SIM / f for f in LOCKS] + [REQ / f for f in DEV_LOCKS])
+def test_sim_and_dev_locks_hold_the_verl_closure_exactly(lock: Path) -> None:
+    found = entries(lock)
     names = [*PINS["verl_import_requires"], *PINS["verl_import_undeclared"]]
     for name in names:
         line, hashes = found[name]
@@ -62,6 +66,17 @@ def test_both_sim_locks_hold_the_verl_closure_exactly(lock: str) -> None:
 
 def test_cpu_torch_unchanged_in_the_local_lock() -> None:
     assert entries(SIM / "requirements.lock")["torch"][0] == f"torch=={PINS['torch_cpu']}+cpu"
+    assert entries(REQ / "dev.lock")["torch"][0] == f"torch=={PINS['torch_cpu']}+cpu"
+    assert entries(REQ / "dev.lock")["torch"][1] == entries(SIM / "requirements.lock")["torch"][1]
+
+
+def test_dev_input_is_the_sim_input_less_the_image_build_tools() -> None:
+    """One home for what verl's import needs: the dev venv's input and the sim runtime's come from the same facts."""
+    body = [line for line in (REQ / "verl-import.in").read_text().splitlines() if not line.startswith("#")]
+    sim = [line for line in (SIM / "requirements.in").read_text().splitlines() if not line.startswith("#")]
+    assert body == [line for line in sim if not line.startswith("setuptools==")]
+    assert (REQ / "verl-import.in").read_text() == imagetool().lock_input("dev-verl")
+    assert "-r verl-import.in" in (REQ / "dev.in").read_text().splitlines()
 
 
 def test_a_name_verl_does_not_declare_is_refused() -> None:

@@ -365,3 +365,119 @@ def test_ping_loss_to_one_peer_die(npu_net: tuple[HostState, HostState, dict[str
     assert lost.returncode == 1 and "0 received, 100.00% packet loss" in lost.stdout
     ok = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", "198.18.8.12", **extra)
     assert "3 received" in ok.stdout
+
+
+# ---- the HCCS path (site_inter_server_link: hccs): the dies' virtual NICs, -hccs_ping, and its own faults ----
+
+
+def test_vnic_down_shows_in_the_vnic_query_only(host: HostState) -> None:
+    up = "vnic link status: UP\nvnic ipaddr: 198.19.7.11\nvnic netmask: 255.255.0.0\n"
+    assert host.out("hccn_tool", "-i", "7", "-vnic", "-g") == up
+    host.set_faults("vnic-down:7")
+    # the link goes DOWN, the configured address stays; the die's RoCE NIC and the other vNICs are untouched
+    assert host.out("hccn_tool", "-i", "7", "-vnic", "-g") == up.replace("UP", "DOWN")
+    assert host.out("hccn_tool", "-i", "7", "-link", "-g") == "link status: UP\n"
+    assert host.out("hccn_tool", "-i", "6", "-vnic", "-g").startswith("vnic link status: UP\n")
+    host.set_faults("link-down:7")
+    assert host.out("hccn_tool", "-i", "7", "-vnic", "-g") == up  # and a DOWN RoCE link leaves the vNIC UP
+
+
+@pytest.mark.parametrize(
+    ("on", "fault", "hccs_lost", "roce_lost"),
+    [
+        ("b", "vnic-down:9", True, False),  # the peer die's vNIC is down
+        ("a", "vnic-down:3", True, False),  # the sending die's vNIC is down
+        ("a", "hccs-loss:a3-02", True, False),  # the HCCS route to a3-02 is lost, RoCE still works
+        ("a", "hccs-loss:a3-02:9", True, False),
+        ("a", "ping-loss:a3-02", False, True),  # the RoCE route is lost, HCCS still works
+        ("b", "link-down:9", False, True),
+        ("a", "link-down:3", False, True),
+    ],
+)
+def test_each_path_fails_on_its_own(
+    npu_net: tuple[HostState, HostState, dict[str, str]], on: str, fault: str, hccs_lost: bool, roce_lost: bool
+) -> None:
+    a, b, extra = npu_net
+    (a if on == "a" else b).set_faults(fault)
+    hccs = a.tool("hccn_tool", "-i", "3", "-hccs_ping", "-g", "address", "198.19.9.12", **extra)
+    roce = a.tool("hccn_tool", "-i", "3", "-ping", "-g", "address", "198.18.9.12", **extra)
+    for p, lost in ((hccs, hccs_lost), (roce, roce_lost)):
+        assert p.returncode == int(lost), p.stdout
+        assert p.stdout.splitlines()[-1].endswith("100.00% packet loss" if lost else " 0.00% packet loss")
+    assert hccs.stdout.splitlines()[0] == "device 3 PING 198.19.9.12"
+    # another die of the same peer over HCCS: lost only when the whole peer is cut off
+    other = a.tool("hccn_tool", "-i", "4", "-hccs_ping", "-g", "address", "198.19.10.12", **extra)
+    assert ("3 received" in other.stdout) == (fault != "hccs-loss:a3-02")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("vnic-down:16", "die must be a number 0-15"),
+        ("vnic-down", "die must be a number 0-15"),
+        ("hccs-loss", "name the peer"),
+        ("hccs-loss:a3-09", "not in this simulated cluster"),
+        ("hccs-loss:a3-01", "another host"),
+        ("hccs-loss:a3-02:x", "die must be a number 0-15"),
+    ],
+)
+def test_bad_hccs_faults_are_refused(host: HostState, spec: str, message: str) -> None:
+    with pytest.raises(simhost.SimError, match=message):
+        simhost.parse_fault(spec, host.cluster, "a3-01")
+
+
+def reported_vnics(state: HostState, dies: int = 16) -> tuple[str, list[str]]:
+    """simctl.py's vNIC loop run against a host's own stand-in tool: (raw output, parsed addresses)."""
+    env = state.env(PATH=f"{TOOLS}:/usr/bin:/bin")
+    p = subprocess.run(["sh", "-c", simctl.vnic_query(dies)], env=env, capture_output=True, text=True, check=True)
+    return p.stdout, simctl.parse_vnic(state.host, p.stdout, dies)
+
+
+def test_hccs_inventory_lists_what_each_host_reports(tmp_path: Path) -> None:
+    """`make sim-up SIM_LINK=hccs`: site_inter_server_link hccs and per host the a3_vnic_ips its own hccn_tool
+    reported; the project's inventory validation accepts it, and roce (the default) writes no vNIC at all."""
+    import yaml
+
+    from tests.ansible.helpers import load_plugin
+
+    val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
+    c = cluster(3)
+    states = {h["name"]: HostState(tmp_path / h["name"], c, h["name"]) for h in c["hosts"]}
+    vnics = {}
+    for name, st in states.items():
+        raw, ips = reported_vnics(st)
+        assert raw.count("vnic link status: UP") == 16
+        vnics[name] = ips
+        assert ips == [st.out("hccn_tool", "-i", str(d), "-vnic", "-g").split()[6] for d in range(16)]
+    for link in ("hccs", "roce"):
+        inv = tmp_path / f"inv-{link}"
+        inv.mkdir()
+        simctl.write_inventory(inv, c, "x86_64", link, vnics if link == "hccs" else None)
+        hosts = yaml.safe_load((inv / "hosts.yml").read_text())["all"]["children"]["a3_nodes"]["hosts"]
+        site = yaml.safe_load((inv / "group_vars" / "all" / "sim.yml").read_text())
+        assert site["site_inter_server_link"] == link
+        if link == "hccs":
+            assert {n: h["a3_vnic_ips"] for n, h in hosts.items()} == vnics
+            assert val.check_vnic(list(hosts), hosts, site["site_expected_dies"]) == []
+        else:
+            assert not any("a3_vnic_ips" in h for h in hosts.values())
+        lint = subprocess.run(
+            [str(Path(sys.executable).parent / "yamllint"), "--strict", "-c", str(simctl.REPO / ".yamllint"), str(inv)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert lint.returncode == 0, lint.stdout
+    with pytest.raises(simctl.SimError, match="needs the vNIC addresses of every host"):
+        simctl.write_inventory(tmp_path / "inv-roce", c, "x86_64", "hccs", {"a3-01": vnics["a3-01"]})
+    with pytest.raises(simctl.SimError, match="SIM_LINK 'ib' is not valid"):
+        simctl.write_inventory(tmp_path / "inv-roce", c, "x86_64", "ib")
+
+
+def test_a_host_without_a_usable_vnic_is_not_written_into_the_inventory(host: HostState) -> None:
+    # the inventory lists what the host reports; a DOWN vNIC at sim-up is an error, not an address
+    host.set_faults("vnic-down:3", "dies:15")
+    with pytest.raises(simctl.SimError, match=r"a3-01: .*die 3: DOWN; die 15: no answer"):
+        reported_vnics(host)
+    with pytest.raises(simctl.SimError, match=r"die 0: no answer"):
+        simctl.parse_vnic("a3-01", "")

@@ -56,8 +56,14 @@ def render(tmp_path: Path, *files: str) -> dict[str, Any]:
     return doc
 
 
-# The services that hold the NPU devices: the Ray node on each host, and the doctor, which counts the dies.
-DEVICE_SERVICES = {"ray-head", "ray-worker", "doctor"}
+# The services that hold the NPU devices: the Ray node on each host, nothing else. With device sharing off (the
+# driver's default) a second container opening a die the Ray node holds gets -8020 "device is used".
+DEVICE_SERVICES = {"ray-head", "ray-worker"}
+CONTROL_DEVICES = {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
+
+
+def device_sources(svc: dict[str, Any]) -> set[str]:
+    return {d["source"] if isinstance(d, dict) else d.split(":")[0] for d in svc.get("devices") or []}
 
 
 def test_every_service_shares_the_ascend_block(tmp_path: Path) -> None:
@@ -67,12 +73,12 @@ def test_every_service_shares_the_ascend_block(tmp_path: Path) -> None:
         assert svc["network_mode"] == "host", name
         assert svc["ipc"] == "host", name
         assert not svc.get("privileged"), f"{name}: no blanket privileged mode"
-        devices = {d["source"] if isinstance(d, dict) else d.split(":")[0] for d in svc.get("devices") or []}
+        devices = device_sources(svc)
         if name in DEVICE_SERVICES:
-            assert {f"/dev/davinci{i}" for i in range(16)} <= devices, name
-            assert {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"} <= devices, name
-        else:  # Ray's driver and data preparation open no die; the Ray node on the host holds them all
+            assert devices == {f"/dev/davinci{i}" for i in range(16)} | CONTROL_DEVICES, name
+        else:  # Ray's driver, data preparation and the doctor open no die; the Ray node on the host holds them all
             assert not devices, name
+            assert not svc.get("device_cgroup_rules"), name
         ro = {v["target"] for v in svc["volumes"] if v.get("read_only")}
         assert {"/usr/local/Ascend/driver", "/etc/hccn.conf", "/etc/ascend_install.info"} <= ro, name
         # a missing driver file fails the start instead of becoming an empty directory on the host
@@ -105,3 +111,41 @@ def test_simulated_override_drops_devices_and_driver_mounts(tmp_path: Path) -> N
         assert svc["environment"]["VERL_RECIPE_DEV_DIR"] == "/host-dev"
         assert svc["environment"]["VERL_RECIPE_SIMULATED"] == "1"
         assert not svc.get("ulimits"), "the simulated hosts may not raise limits"
+
+
+def test_only_the_ray_nodes_hold_a_die(tmp_path: Path) -> None:
+    services = render(tmp_path, "compose.yaml")["services"]
+    holders = {name for name, svc in services.items() if any("davinci" in d for d in device_sources(svc))}
+    assert holders == DEVICE_SERVICES
+    for name in SERVICES - DEVICE_SERVICES:
+        assert not device_sources(services[name]) & CONTROL_DEVICES, f"{name}: no control device either"
+        assert not services[name].get("privileged"), name
+
+
+def test_doctor_reads_the_hosts_dev_read_only(tmp_path: Path) -> None:
+    services = render(tmp_path, "compose.yaml")["services"]
+    doctor, node = services["doctor"], services["ray-head"]
+    assert not doctor.get("devices")
+    host_dev = [v for v in doctor["volumes"] if v["target"] == "/host-dev"]
+    assert host_dev == [
+        {
+            "type": "bind",
+            "source": "/dev",
+            "target": "/host-dev",
+            "read_only": True,
+            "bind": {"create_host_path": False},
+        }
+    ]
+    # doctor restates x-ascend-node's volumes and environment (a merge key replaces them): they must not drift
+    assert [v for v in doctor["volumes"] if v["target"] != "/host-dev"] == node["volumes"]
+    assert doctor["environment"] == node["environment"] | {"VERL_RECIPE_DEV_DIR": "/host-dev"}
+    assert doctor["entrypoint"][3:] == ["cann-env", "verl-recipe", "doctor"] and not doctor.get("command")
+
+
+def test_simulated_doctor_counts_the_simulated_hosts_dies(tmp_path: Path) -> None:
+    doctor = render(tmp_path, "compose.yaml", "compose.sim.yaml")["services"]["doctor"]
+    assert not doctor.get("devices")
+    host_dev = [v for v in doctor["volumes"] if v["target"] == "/host-dev"]
+    assert [(v["source"], v.get("read_only")) for v in host_dev] == [("/dev", True)]
+    assert doctor["environment"]["VERL_RECIPE_DEV_DIR"] == "/host-dev"
+    assert doctor["environment"]["RAY_AUTH_MODE"] == "token"

@@ -80,8 +80,10 @@ def test_refused_with_one_line(capsys: pytest.CaptureFixture[str], recipe: str, 
     assert line.startswith("error:") and ("fix:" in line or "is not a number" in line), line
 
 
+@pytest.mark.verl_checks
 def test_dynamic_budget_of_one_full_sequence_is_enough(capsys: pytest.CaptureFixture[str]) -> None:
-    # 1024 + 2048 tokens: a budget of 3072 holds one sequence
+    # 1024 + 2048 tokens: a budget of 3072 holds one sequence (dynamic batching on for the actor and the log-prob
+    # pass alike, as verl requires: a launch verl itself accepts)
     res = run(
         capsys,
         "validate",
@@ -91,6 +93,7 @@ def test_dynamic_budget_of_one_full_sequence_is_enough(capsys: pytest.CaptureFix
         "PPO_MAX_TOKEN_LEN_PER_GPU=3072",
         "--",
         "actor_rollout_ref.actor.use_dynamic_bsz=true",
+        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",
     )
     assert res.rc == 0, res.err
 

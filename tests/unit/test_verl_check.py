@@ -1,22 +1,38 @@
 """verl 0.8.0's own start-up checks: run where verl imports, said plainly where it does not.
 
-The development environment installs verl without its dependencies (torch, ray, tensordict), so there the
-refusals below are skipped and the note is checked instead; where verl imports (verl-recipe:sim, the NPU image, or a
-venv with verl's dependencies) every case runs. tests/image/test_image_verl_check.py checks the same inside
-verl-recipe:sim on every CI run.
+verl imports in the development environment (`make venv`: requirements/dev.lock carries what `import verl` needs),
+in verl-recipe:sim and in the NPU image, and every case below runs there. Only an environment without verl's
+dependencies (a bare `pip install -e .`) skips the refusal cases and checks the note instead; a venv built by
+`make venv` that cannot import verl fails `test_make_venv_imports_verl` (the lock lost a package).
+tests/image/test_image_verl_check.py checks the same inside verl-recipe:sim on every CI run.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
-from verl_recipe.verl_check import missing_modules
+from verl_recipe.verl_check import VERL_NEEDS, missing_modules
 
 from .helpers import run
 
+pytestmark = pytest.mark.verl_checks
+
 S = "--skip-path-checks"
 MISSING = missing_modules()
+# mk/python.mk writes this stamp into every venv `make venv` builds (.venv, or VENV=... elsewhere).
+MAKE_VENV = (Path(sys.prefix) / ".stamp").is_file()
 needs_verl = pytest.mark.skipif(bool(MISSING), reason=f"verl does not import here (missing {', '.join(MISSING)})")
 A = "actor_rollout_ref"
+
+
+@pytest.mark.skipif(not MAKE_VENV, reason=f"{sys.prefix} is not a venv built by `make venv`")
+def test_make_venv_imports_verl() -> None:
+    assert MISSING == [], (
+        f"the development venv {sys.prefix} lacks {', '.join(MISSING)} (of {', '.join(VERL_NEEDS)}): "
+        "requirements/dev.lock must carry verl's import closure (make lock, then make venv)"
+    )
 
 
 def test_validate_says_whether_verl_checks_ran(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,3 +89,12 @@ def test_recipes_pass_verl_checks(capsys: pytest.CaptureFixture[str], recipe: st
     res = run(capsys, "validate", recipe, S)
     assert res.rc == 0, res.err
     assert "note: verl's own start-up checks ran in" in res.err
+
+
+def test_the_switch_turns_them_off_and_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERL_RECIPE_VERL_CHECKS", "0")
+    res = run(capsys, "validate", "qwen3.5-397b", S, "--", f"{A}.rollout.mode=sync")
+    assert res.rc == 0, "with the checks off, only our own rules judge"
+    assert "note: verl's own start-up checks were not run: VERL_RECIPE_VERL_CHECKS=0 turns them off" in res.err

@@ -130,6 +130,8 @@ DIE_FAULTS = {
     "hccn-drift",
     # the die's gateway (hccn.conf and device) lies outside its own subnet
     "gateway-wrong",
+    # the die's virtual NIC (HCCS inside a SuperPoD) is DOWN; its RoCE NIC is untouched
+    "vnic-down",
 }
 # tls-on: the TLS switch of every die is 1 (the other hosts keep 0); not-rebooted: the HDK packages on disk are
 # new, the running driver and firmware the old ones; nic-moved: the cluster address is not on the named NIC;
@@ -140,9 +142,10 @@ SINGLE_FAULTS = {"dies", "driver-old", "firmware-old", "clock-skew", "low-disk",
 FAULT_HELP = (
     "dev-missing:<die|davinci_manager|devmm_svm|hisi_hdc>, dies:<1-15>, health-warning:<die>, health-alarm:<die>, "
     "health-critical:<die>, link-down:<die>, ip-missing:<die>, net-health:<die>, npu-busy:<die>, "
-    "hccn-drift:<die>, gateway-wrong:<die>, ping-loss:<host>[:<die>], tls-on, not-rebooted, nic-moved, firewall, "
-    "os:<release>, low-ram[:<GiB>], driver-old[:<version>], firmware-old[:<version>], no-docker, no-shared, "
-    "clock-skew:<seconds>, low-disk[:<MiB free>], arch:<machine>, down, down:ssh, clear"
+    "hccn-drift:<die>, gateway-wrong:<die>, vnic-down:<die>, ping-loss:<host>[:<die>], hccs-loss:<host>[:<die>], "
+    "tls-on, not-rebooted, nic-moved, firewall, os:<release>, low-ram[:<GiB>], driver-old[:<version>], "
+    "firmware-old[:<version>], no-docker, no-shared, clock-skew:<seconds>, low-disk[:<MiB free>], arch:<machine>, "
+    "down, down:ssh, clear"
 )
 # /etc/os-release of releases a site may run, in the layout their vendors ship (keys trimmed to the ones read).
 # openEuler keeps the service pack in VERSION only; Ubuntu 24.04 is not on ascend-deployer 26.0.0's A3 list.
@@ -188,10 +191,11 @@ def parse_fault(spec: str, cluster: dict[str, Any] | None = None, host: str | No
         if not arg.isdigit() or not 1 <= int(arg) < DIES:
             raise SimError(f"fault '{spec}': dies must be 1-{DIES - 1} (fewer than the {DIES} an A3 node has)")
         return Fault(kind, str(int(arg)))
-    if kind == "ping-loss":
+    if kind in ("ping-loss", "hccs-loss"):
+        # ping-loss: the RoCE path (-ping to a3_npu_ips); hccs-loss: the HCCS path (-hccs_ping to the vNICs)
         peer, _, die = arg.partition(":")
         if not peer:
-            raise SimError(f"fault '{spec}': name the peer whose NPU addresses stop answering (ping-loss:a3-02)")
+            raise SimError(f"fault '{spec}': name the peer whose NPU addresses stop answering ({kind}:a3-02)")
         if die:
             die = _die_arg(spec, die)
         if cluster is not None:
@@ -338,9 +342,18 @@ class Host:
         """Whether this host's die answers an NPU-network ping at its address."""
         return die < self.dies and self.link_up(die) and self.has_ip(die)
 
-    def ping_lost_to(self) -> set[str]:
-        """Peers (`a3-02`) or single peer dies (`a3-02:7`) this host's pings never reach."""
-        return {f.arg for f in self.faults if f.kind == "ping-loss"}
+    def vnic_up(self, die: int) -> bool:
+        return die not in _die_set(self.faults, "vnic-down")
+
+    def answers_vnic(self, die: int) -> bool:
+        """Whether this host's die answers an HCCS ping at its vNIC address (the RoCE link plays no part)."""
+        return die < self.dies and self.vnic_up(die)
+
+    def ping_lost_to(self, hccs: bool = False) -> set[str]:
+        """Peers (`a3-02`) or single peer dies (`a3-02:7`) this host's pings never reach: over RoCE (`-ping`,
+        ping-loss) or over HCCS (`-hccs_ping`, hccs-loss). A route lost on one path leaves the other working."""
+        kind = "hccs-loss" if hccs else "ping-loss"
+        return {f.arg for f in self.faults if f.kind == kind}
 
     def busy(self, die: int) -> bool:
         return die in _die_set(self.faults, "npu-busy")
@@ -669,12 +682,14 @@ def ping_timeout() -> float:
 def hccn_ping(h: Host, die: int, target: str, count: int, vnic: bool = False) -> tuple[list[str], int]:
     """All packets leave at once and the answers are awaited together: a lost ping costs one timeout, not one per
     packet (a 16-host preflight pings one peer die per local die, one after another). vnic: `-hccs_ping` to a
-    peer's virtual NIC address, over HCCS (the RoCE link and address play no part)."""
+    peer's virtual NIC address, over HCCS: the sending die's vNIC must be up, its RoCE link and address play no
+    part, and hccs-loss (not ping-loss) cuts a route."""
     lines = [f"device {die} PING {target}"]
     received = 0
     found = find_npu_ip(h.cluster, target, vnic)
-    lost = h.ping_lost_to()
-    can_send = (vnic or (h.link_up(die) and h.has_ip(die))) and found is not None
+    lost = h.ping_lost_to(hccs=vnic)
+    sender_up = h.vnic_up(die) if vnic else h.link_up(die) and h.has_ip(die)
+    can_send = sender_up and found is not None
     if found is not None and (found[0]["name"] in lost or f"{found[0]['name']}:{found[1]}" in lost):
         can_send = False
     if can_send and found is not None:
@@ -755,7 +770,9 @@ def _hccn_die(h: Host, die: int, argv: list[str]) -> int:
             "tls alarm time threshold[60]days"
         )
     elif cmd == "-vnic" and rest == ["-g"]:
-        print(f"vnic link status: UP\nvnic ipaddr: {vnic_ip(ips[die])}\nvnic netmask: {NPU_NETMASK}")
+        # vnic-down: the link goes DOWN, the configured address stays (as -link -g DOWN leaves -ip -g alone)
+        status = "UP" if h.vnic_up(die) else "DOWN"
+        print(f"vnic link status: {status}\nvnic ipaddr: {vnic_ip(ips[die])}\nvnic netmask: {NPU_NETMASK}")
     elif cmd in ("-ping", "-hccs_ping") and len(rest) in (3, 5) and rest[1] == "address":
         count = 3
         if len(rest) == 5:
@@ -773,7 +790,8 @@ def _hccn_die(h: Host, die: int, argv: list[str]) -> int:
 
 
 def npud() -> int:
-    """Answer NPU-network pings addressed to this host's dies (link up and address set)."""
+    """Answer NPU-network pings addressed to this host's dies: RoCE addresses whose link is up and address set,
+    vNIC addresses whose vNIC is up."""
     h = Host.load()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind((h.entry["cluster_ip"], npu_port()))
@@ -790,7 +808,7 @@ def npud() -> int:
             ips = now.npu_ips
             vnics = [vnic_ip(x) for x in ips]
             if (parts[1] in ips and now.answers(ips.index(parts[1]))) or (
-                parts[1] in vnics and vnics.index(parts[1]) < now.dies
+                parts[1] in vnics and now.answers_vnic(vnics.index(parts[1]))
             ):
                 s.sendto(f"PONG {parts[1]} {parts[2]} {parts[3]}".encode(), peer)
 

@@ -99,6 +99,8 @@ class ActionModule(ActionBase):
         key = "a3_vnic_ips" if path == "hccs" else "a3_npu_ips"
         addresses = {h: list(hostvars[h].get(key) or []) for h in order}
         args.setdefault("ping_plan", ping_plan(order, me, int(args["expected_dies"]), rotation, addresses, path))
+        if path == "hccs":  # the module compares each die's vNIC with what the peers will ping
+            args.setdefault("vnic_ips", [str(x) for x in addresses[me]])
         args.setdefault("cluster_peers", [str(hostvars[h]["a3_cluster_ip"]) for h in order if h != me])
         sent = time.time()
         out = self._execute_module(module_name="a3_preflight", module_args=args, task_vars=task_vars)

@@ -115,17 +115,21 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 DIE_CHECKS = ("chip_health", "npu_link", "npu_ip", "npu_net_health", "npu_map", "device_nodes", "npu_vnic")
+# Die checks of one inter-server path only: a DOWN RoCE link explains no lost HCCS ping, and the other way round.
+OTHER_PATH_CHECKS = {"roce": ("npu_vnic",), "hccs": ("npu_link", "npu_ip")}
 PING_ENTRY = re.compile(r"^die (\d+): .*?(?:to |ping )(\d+\.\d+\.\d+\.\d+)")
 
 
-def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]]) -> None:
+def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]], link: str = "roce") -> None:
     """A lost ping from die i of host A to host B is B's fault when B's die i (or B itself) already failed a check:
-    name the peer, and drop such entries so the healthy sender is reported healthy."""
+    name the peer, and drop such entries so the healthy sender is reported healthy. npu_ips are the addresses the
+    pings went to (a3_vnic_ips in hccs mode); only die checks of that path explain a loss."""
     owner = {ip: (host, die) for host, ips in npu_ips.items() for die, ip in enumerate(ips)}
+    die_checks = [c for c in DIE_CHECKS if c not in OTHER_PATH_CHECKS.get(link, ())]
     broken_hosts = {r["host"] for r in rows if not r["ok"] and r["check"] in ("ssh", "preflight")}
     broken_dies = set()
     for r in rows:
-        if not r["ok"] and r["check"] in DIE_CHECKS:
+        if not r["ok"] and r["check"] in die_checks:
             broken_dies |= {(r["host"], int(d)) for d in re.findall(r"die (\d+):", r["found"])}
     for r in rows:
         if r["check"] != "npu_ping" or r["ok"]:
@@ -144,7 +148,9 @@ def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]]) -
         set_ok(r, not kept, found, r["fix"])
 
 
-def summarize(nodes: list[str], results: dict[str, Any], npu_ips: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def summarize(
+    nodes: list[str], results: dict[str, Any], npu_ips: dict[str, list[str]] | None = None, link: str = "roce"
+) -> dict[str, Any]:
     """The report: `rows` (every check of every host, each {host, check, status, ok, dies, peers, found,
     expected, fix}), `failures` (the failed rows), `failed_hosts`, `healthy_hosts`, `device_queries` per host."""
     rows = []
@@ -154,7 +160,7 @@ def summarize(nodes: list[str], results: dict[str, Any], npu_ips: dict[str, list
         n: r["net"] for n, r in results.items() if isinstance(r, dict) and isinstance(r.get("net"), dict)
     }
     compare_hosts(rows, nodes, nets)
-    attribute_pings(rows, npu_ips or {})
+    attribute_pings(rows, npu_ips or {}, link)
     order = {n: i for i, n in enumerate(nodes)}
     rows.sort(key=lambda r: order.get(r["host"], len(nodes)))
     failed = [r for r in rows if not r["ok"]]
@@ -188,7 +194,10 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         results = {n: hostvars[n].get(var) for n in nodes}
         npu_ips = {n: list(hostvars[n].get("a3_npu_ips") or []) for n in nodes}
-        summary = summarize(nodes, results, npu_ips)
+        # the pings went to the vNIC addresses in hccs mode: those name the peer die of a lost one
+        link = str(self._templar.template(task_vars.get("site_inter_server_link", "roce")))
+        ping_ips = {n: list(hostvars[n].get("a3_vnic_ips") or []) for n in nodes} if link == "hccs" else npu_ips
+        summary = summarize(nodes, results, ping_ips, link)
         report = args.get("report_file")
         page_note = ""
         if report:

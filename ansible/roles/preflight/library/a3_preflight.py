@@ -22,7 +22,16 @@ options:
     elements: dict
     default: []
     description: Pings to send, each {die, address, peer, peer_die} (the action plugin plans them).
-  inter_server_link: {type: str, default: roce, description: roce or hccs (which path HCCL uses between servers).}
+  inter_server_link:
+    type: str
+    default: roce
+    choices: [roce, hccs]
+    description: Which path HCCL uses between servers (site_inter_server_link).
+  vnic_ips:
+    type: list
+    elements: str
+    default: []
+    description: hccs mode, the inventory's vNIC address per die (a3_vnic_ips), compared with what -vnic -g reports.
   cluster_ip: {type: str, required: true, description: This host's cluster address (inventory a3_cluster_ip).}
   cluster_nic: {type: str, required: true, description: The NIC that must carry it (inventory a3_cluster_nic).}
   cluster_peers: {type: list, elements: str, default: [], description: Cluster addresses of the other hosts.}
@@ -50,6 +59,62 @@ options:
   tool_dirs: {type: list, elements: str, default: [], description: Extra folders searched for npu-smi and hccn_tool.}
   command_timeout: {type: int, default: 60, description: Seconds one device query may take.}
 author: verl-recipe
+"""
+
+EXAMPLES = r"""
+# The preflight role calls it through its action plugin, which adds ping_plan and cluster_peers.
+- name: Check one A3 host (read-only)
+  a3_preflight:
+    expected_dies: 16
+    hdk_min: 25.5.0
+    npu_ips: "{{ a3_npu_ips }}"
+    cluster_ip: 10.20.0.11
+    cluster_nic: bond0
+    allowed_arch: [aarch64]
+    allowed_os: ["openEuler 22.03 (LTS-SP4)"]
+    shared_root: /mnt/shared
+    model_path: /mnt/shared/models/Qwen3.5-397B-A17B
+    data_files: [/mnt/shared/data/gsm8k/train.parquet]
+    ckpt_root: /mnt/shared/ckpt
+    min_free_disk_gib: 200
+  register: preflight_result
+"""
+
+RETURN = r"""
+checks:
+  description: One row per check, passed or failed.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check: {description: Row name (docs/deploy.md lists them)., type: str}
+    ok: {description: Whether the check passed., type: bool}
+    status: {description: ok or failed., type: str}
+    dies: {description: The die indices the row is about., type: list}
+    peers: {description: The other hosts the row is about., type: list}
+    found: {description: What the host shows., type: str}
+    expected: {description: What the check wants., type: str}
+    fix: {description: What to do; empty on passed rows., type: str}
+net:
+  description: Per die, the NPU network as hccn_tool reports it.
+  returned: always
+  type: dict
+device_queries:
+  description: How many npu-smi/hccn_tool calls ran, one at a time, and their seconds in all.
+  returned: always
+  type: dict
+clock:
+  description: The host clock when it was read (epoch seconds).
+  returned: always
+  type: float
+clock_source:
+  description: ntp when a time-sync check ran, else none.
+  returned: always
+  type: str
+docker_present: {description: A Docker engine is installed., returned: always, type: bool}
+compose_present: {description: docker compose v2 is installed., returned: always, type: bool}
+service_mgr: {description: systemd or service., returned: always, type: str}
+engine_limits: {description: Hard limits of the running dockerd (nofile, memlock)., returned: always, type: dict}
 """
 
 import ipaddress
@@ -733,8 +798,11 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
         if p["inter_server_link"] == "hccs":
             rc, text = q("-vnic", "-g")
             kv = parse_colon(text)
+            want = p["vnic_ips"][die] if die < len(p["vnic_ips"]) else ""
             if rc != 0 or kv.get("vnic link status") != "UP" or not kv.get("vnic ipaddr"):
                 vnic_bad[die] = kv.get("vnic link status") or f"query failed ({first_line(text)})"
+            elif want and kv["vnic ipaddr"] != want:  # the peers would ping the inventory's address, not this one
+                vnic_bad[die] = f"vNIC {kv['vnic ipaddr']}, a3_vnic_ips[{die}] says {want}"
     n = f"{dies} dies OK"
     out = [
         check(
@@ -801,8 +869,9 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
                 "npu_vnic",
                 not vnic_bad,
                 _die_list(vnic_bad) or n,
-                "vNIC UP with an address on every die (HCCS between servers)",
-                "check the super-pod's HCCS links (`hccn_tool -i <die> -vnic -g`), or set site_inter_server_link: roce",
+                "vNIC UP on every die at the inventory's a3_vnic_ips address (HCCS between servers)",
+                "check the super-pod's HCCS links (`hccn_tool -i <die> -vnic -g`) and correct a3_vnic_ips to what it "
+                "reports, or set site_inter_server_link: roce",
                 dies=list(vnic_bad),
             )
         )
@@ -1035,36 +1104,40 @@ def run_all(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Must agree with DOCUMENTATION (tests/ansible/test_module_docs.py).
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "expected_dies": {"type": "int", "required": True},
+    "hdk_min": {"type": "str", "required": True},
+    "npu_ips": {"type": "list", "elements": "str", "required": True},
+    "ping_plan": {"type": "list", "elements": "dict", "default": []},
+    "inter_server_link": {"type": "str", "default": "roce", "choices": ["roce", "hccs"]},
+    "vnic_ips": {"type": "list", "elements": "str", "default": []},
+    "cluster_ip": {"type": "str", "required": True},
+    "cluster_nic": {"type": "str", "required": True},
+    "cluster_peers": {"type": "list", "elements": "str", "default": []},
+    "compose_project": {"type": "str", "default": "verl-recipe"},
+    "min_host_ram_gib": {"type": "float", "default": 0},
+    "simulated": {"type": "bool", "default": False},
+    "allowed_arch": {"type": "list", "elements": "str", "required": True},
+    "allowed_os": {"type": "list", "elements": "str", "required": True},
+    "shared_root": {"type": "str", "required": True},
+    "model_path": {"type": "str", "required": True},
+    "data_files": {"type": "list", "elements": "str", "required": True},
+    "ckpt_root": {"type": "str", "required": True},
+    "min_free_disk_gib": {"type": "float", "required": True},
+    "docker_installable": {"type": "bool", "default": False},
+    "driver_version_file": {"type": "str", "default": "/usr/local/Ascend/driver/version.info"},
+    "firmware_version_file": {"type": "str", "default": "/usr/local/Ascend/firmware/version.info"},
+    "hccn_conf_file": {"type": "str", "default": "/etc/hccn.conf"},
+    "meminfo_file": {"type": "str", "default": "/proc/meminfo"},
+    "os_release_file": {"type": "str", "default": "/etc/os-release"},
+    "tool_dirs": {"type": "list", "elements": "str", "default": []},
+    "command_timeout": {"type": "int", "default": 60},
+}
+
+
 def main() -> None:
-    spec = {
-        "expected_dies": {"type": "int", "required": True},
-        "hdk_min": {"type": "str", "required": True},
-        "npu_ips": {"type": "list", "elements": "str", "required": True},
-        "ping_plan": {"type": "list", "elements": "dict", "default": []},
-        "inter_server_link": {"type": "str", "default": "roce", "choices": ["roce", "hccs"]},
-        "cluster_ip": {"type": "str", "required": True},
-        "cluster_nic": {"type": "str", "required": True},
-        "cluster_peers": {"type": "list", "elements": "str", "default": []},
-        "compose_project": {"type": "str", "default": "verl-recipe"},
-        "min_host_ram_gib": {"type": "float", "default": 0},
-        "simulated": {"type": "bool", "default": False},
-        "allowed_arch": {"type": "list", "elements": "str", "required": True},
-        "allowed_os": {"type": "list", "elements": "str", "required": True},
-        "shared_root": {"type": "str", "required": True},
-        "model_path": {"type": "str", "required": True},
-        "data_files": {"type": "list", "elements": "str", "required": True},
-        "ckpt_root": {"type": "str", "required": True},
-        "min_free_disk_gib": {"type": "float", "required": True},
-        "docker_installable": {"type": "bool", "default": False},
-        "driver_version_file": {"type": "str", "default": "/usr/local/Ascend/driver/version.info"},
-        "firmware_version_file": {"type": "str", "default": "/usr/local/Ascend/firmware/version.info"},
-        "hccn_conf_file": {"type": "str", "default": "/etc/hccn.conf"},
-        "meminfo_file": {"type": "str", "default": "/proc/meminfo"},
-        "os_release_file": {"type": "str", "default": "/etc/os-release"},
-        "tool_dirs": {"type": "list", "elements": "str", "default": []},
-        "command_timeout": {"type": "int", "default": 60},
-    }
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     result = run_all(module.params)
     module.exit_json(changed=False, **result)
 

@@ -16,6 +16,30 @@ options:
 author: verl-recipe
 """
 
+EXAMPLES = r"""
+- name: Manifest of the model and data on shared storage
+  a3_asset_manifest:
+    paths: [/mnt/shared/models/Qwen3.5-397B-A17B, /mnt/shared/data/gsm8k]
+  register: asset_manifest
+"""
+
+RETURN = r"""
+manifests:
+  description: One entry per path, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path: {description: The path described., type: str}
+    present: {description: Whether it exists., type: bool}
+    files: {description: Number of files., type: int}
+    bytes: {description: Their total size., type: int}
+    sha256: {description: sha256 over the manifest lines (empty when absent)., type: str}
+    lines:
+      description: "relative path, size and sha256 (or - above hash_max_bytes), tab-separated, sorted."
+      type: list
+"""
+
 import hashlib
 import os
 from typing import Any
@@ -58,14 +82,15 @@ def manifest(path: str, hash_max: int) -> dict[str, Any]:
     return {"path": path, "present": True, "files": len(entries), "bytes": total, "sha256": digest, "lines": entries}
 
 
+# Must agree with DOCUMENTATION (tests/ansible/test_module_docs.py).
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "paths": {"type": "list", "elements": "str", "required": True},
+    "hash_max_bytes": {"type": "int", "default": 16 * 2**20},
+}
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "paths": {"type": "list", "elements": "str", "required": True},
-            "hash_max_bytes": {"type": "int", "default": 16 * 2**20},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     out = [manifest(p, module.params["hash_max_bytes"]) for p in module.params["paths"]]
     module.exit_json(changed=False, manifests=out)
 

@@ -1,0 +1,16 @@
+"""The exit codes of every `verl-recipe` command, defined once (README lists them under "Exit codes").
+
+Any other value a command returns is the training process's own exit code (or `ray start`'s, for `node`).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+# A check failed (a rehearsal that found problems), or a Ray node that ended by itself with no code of its own.
+EXIT_FAILED = 1
+# Bad input: every problem printed, one per line; nothing was started.
+EXIT_BAD_INPUT = 2
+# The cluster was not ready by its deadline, or a node was lost while the head waited, rehearsed or trained.
+EXIT_NOT_READY = 3
+# A real (not --rehearse) launch on the simulated cluster: validated, rendered and recorded; verl not started.
+EXIT_SIMULATED = 4

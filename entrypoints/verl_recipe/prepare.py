@@ -1,0 +1,58 @@
+"""A recipe request from the command line: its arguments, and the request resolved, rendered and validated."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from .problems import print_lines
+from .render import Launch, render, setting_keys
+from .resolve import Request, resolve
+from .settings import Resolved
+
+
+def add_request_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipe", help="recipe name (verl-recipe list)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting (or env.VAR=VALUE for the launch environment); repeatable",
+    )
+    p.add_argument("--site", type=Path, default=None, help="site settings file (default: $VERL_RECIPE_SITE)")
+    p.add_argument(
+        "--skip-path-checks",
+        action="store_true",
+        help="do not check that MODEL_PATH, data and output paths exist (for rendering off-cluster)",
+    )
+
+
+def request_of(ns: argparse.Namespace, extra: list[str]) -> Request:
+    return Request(
+        recipe=ns.recipe, sets=list(ns.sets), extra=extra, site=ns.site, skip_path_checks=bool(ns.skip_path_checks)
+    )
+
+
+def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resolved, list[str]]:
+    """Resolve, render and validate. Returns the launch, the resolved settings and problems as lines."""
+    from .hydra_check import hydra_available
+    from .validate import validate
+
+    recipe, resolved = resolve(req)
+    launch = render(recipe, resolved, req.extra)
+    do_compose = hydra_available() if compose is None else compose
+    problems, notes = validate(
+        recipe,
+        resolved.values,
+        launch,
+        setting_keys(recipe),
+        environ=os.environ,
+        env_overrides=resolved.env_overrides,
+        path_checks=not req.skip_path_checks,
+        compose=do_compose,
+    )
+    print_lines([*resolved.warnings, *notes])
+    return launch, resolved, [str(p) for p in problems]

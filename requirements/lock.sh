@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The development environment's locks (.venv, `make venv`): exact versions with sha256 hashes, CPython 3.11 on
+# linux/x86_64.
+#   dev.lock       dev.in (the toolchain) and verl-import.in (what `import verl` and its config checks need)
+#                  resolved together, with the local CPU torch wheel of a DEV_FIND_LINKS folder pinned by hash;
+#   dev-pypi.lock  the same input with PyPI's torch instead: the CUDA build, about 15 nvidia-* wheels and several GB
+#                  more to download; the fallback where no folder holds the locked CPU wheel;
+#   verl.lock      verl itself, installed with --no-deps.
+# verl-import.in is rendered by `docker/tools/imagetool.py lock-input dev-verl` (docker/versions.yaml and
+# docker/sim-runtime/sim-pins.yaml, the facts the simulated runtime's lock input comes from).
+#   lock.sh write   render verl-import.in, re-resolve the three locks (the committed ones as preference)
+#   lock.sh check   fail when verl-import.in no longer matches the manifest, or when re-resolving a lock with the
+#                   committed one as preference changes it; needs PyPI (dev.lock also a DEV_FIND_LINKS folder, and
+#                   is reported, not skipped, without one)
+#   lock.sh install PY   make the venv of interpreter PY exactly this machine's lock: dev.lock with its find-links
+#                   folder where one holds a torch wheel whose sha256 dev.lock pins, else dev-pypi.lock (with a
+#                   warning), plus verl.lock, all --no-deps (the locks are the whole closure). An existing venv is
+#                   upgraded in place without a gap: new pins go in over the old ones, the project stays installed,
+#                   then whatever no lock names is removed.
+set -euo pipefail
+mode="${1:-}"
+case "$mode" in write|check|install) ;; *) echo "usage: requirements/lock.sh write|check|install PY" >&2; exit 2 ;; esac
+cd "$(dirname "$0")/.."
+py="${PY:-.venv/bin/python}"
+platform="${DEV_PLATFORM:-x86_64-manylinux_2_28}"
+find_links="${DEV_FIND_LINKS:-/opt/wheels}"
+
+if [ "$mode" = install ]; then
+  venv_py="${2:?usage: requirements/lock.sh install PY}"
+  lock=requirements/dev-pypi.lock links=()
+  for d in $find_links; do
+    for w in "$d"/torch-*.whl; do
+      if [ -f "$w" ] && grep -q "sha256:$(sha256sum "$w" | cut -d' ' -f1)" requirements/dev.lock; then
+        lock=requirements/dev.lock links=(--find-links "$d")
+        break 2
+      fi
+    done
+  done
+  [ "$lock" = requirements/dev.lock ] || echo "venv: WARNING: no torch wheel with the hash requirements/dev.lock" \
+    "pins in '$find_links': installing requirements/dev-pypi.lock, PyPI's torch (the CUDA build: several GB of" \
+    "nvidia-* wheels, minutes more)" >&2
+  # Bytecode is compiled once here: verl's imports (torch, transformers, datasets) otherwise compile on every
+  # `validate` wherever PYTHONDONTWRITEBYTECODE is set or the venv is read-only (about 11 s of CPU each time).
+  echo "uv pip install --require-hashes --no-deps --compile-bytecode ${links[*]} -r $lock -r requirements/verl.lock"
+  uv pip install --quiet --python "$venv_py" --require-hashes --no-deps --compile-bytecode "${links[@]}" -r "$lock" \
+    -r requirements/verl.lock
+  uv pip install --quiet --python "$venv_py" --no-deps -e .
+  norm() { sed -nE 's/^([A-Za-z0-9._-]+)(\[[^]]*\])? ?==.*/\1/p' | tr 'A-Z_.' 'a-z--' | sort -u; }
+  stray="$(comm -23 <(uv pip freeze --quiet --python "$venv_py" --exclude-editable | norm) \
+    <(cat "$lock" requirements/verl.lock | norm))"
+  if [ -n "$stray" ]; then
+    echo "uv pip uninstall" $stray
+    # shellcheck disable=SC2086 # one name per word
+    uv pip uninstall --quiet --python "$venv_py" $stray
+  fi
+  exit 0
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+"$py" docker/tools/imagetool.py lock-input dev-verl -o "$tmp/verl-import.in"
+links=()
+for d in $find_links; do [ -d "$d" ] && links+=(--find-links "$d"); done
+compile() {  # compile INPUT OUTPUT [uv args...]
+  local input="$1" output="$2"; shift 2
+  uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform "$platform" \
+    --custom-compile-command "make lock" "$@" "$input" -o "$output"
+}
+cpu_torch() {  # the CPU lock must pin the local +cpu wheel, never PyPI's CUDA torch
+  grep -qE '^torch==[^ ]+\+cpu' "$1" \
+    || { echo "$1 pins no +cpu torch: put the CPU torch wheel in a DEV_FIND_LINKS folder ($find_links)" >&2; exit 1; }
+}
+
+if [ "$mode" = write ]; then
+  cp "$tmp/verl-import.in" requirements/verl-import.in
+  if [ "${#links[@]}" -gt 0 ]; then
+    compile requirements/dev.in requirements/dev.lock "${links[@]}"
+    cpu_torch requirements/dev.lock
+  else
+    echo "lock: WARNING: no find-links folder ($find_links): requirements/dev.lock (CPU torch) left as it is" >&2
+  fi
+  compile requirements/dev.in requirements/dev-pypi.lock
+  compile requirements/verl.in requirements/verl.lock --no-deps
+  exit 0
+fi
+
+cmp -s "$tmp/verl-import.in" requirements/verl-import.in \
+  || { echo "requirements/verl-import.in does not match the manifest: run 'make lock' and commit it" >&2; exit 1; }
+status=0
+relock() {  # relock LOCK INPUT [uv args...]
+  local lock="$1" input="$2"; shift 2
+  cp "requirements/$lock" "$tmp/$lock"
+  compile "requirements/$input" "$tmp/$lock" "$@"
+  if ! diff -u <(grep -v '^#' "requirements/$lock") <(grep -v '^#' "$tmp/$lock") >&2; then
+    echo "requirements/$lock no longer resolves to itself: run 'make lock' and commit it" >&2
+    status=1
+  fi
+}
+if [ "${#links[@]}" -gt 0 ]; then
+  relock dev.lock dev.in "${links[@]}"
+else
+  echo "lock-check: no find-links folder ($find_links): requirements/dev.lock (CPU torch) not re-resolved here" >&2
+fi
+relock dev-pypi.lock dev.in
+relock verl.lock verl.in --no-deps
+[ "$status" = 0 ] && echo "lock files match their inputs and resolve to themselves"
+exit "$status"
