@@ -31,13 +31,16 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+from a3facts import DIES_PER_NODE as DIES  # noqa: E402 - the A3 facts' one home (a copy of verl_recipe/a3facts.py)
+
 REPO = Path(__file__).resolve().parents[2]
 LABEL = "org.verl-recipe.sim"
 HOST_IMAGE = "verl-recipe-sim-host:bookworm"
 DEFAULT_NAME = "verl-sim"
 DEFAULT_SUBNET = "172.30.0.0/24"
 MAX_NODES = 16
-DIES = 16
+
 SSH_USER = "deploy"
 SHARED_ROOT = "/mnt/shared"
 SHARED_DIRS = ("models", "data", "checkpoints", "runs")

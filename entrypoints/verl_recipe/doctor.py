@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from verl_recipe import a3facts
 from verl_recipe.manifest import load_manifest, manifest_path
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
@@ -112,34 +113,16 @@ def same_version(installed: str, pin: str) -> bool:
     return installed == pin or installed.split("+", 1)[0] == pin
 
 
-_HDK_PART = re.compile(r"^(\d+)$|^rc(\d+)$", re.IGNORECASE)
-
-
 def hdk_key(version: str) -> tuple[int, ...]:
-    """Order Ascend HDK versions: 25.5.0 < 26.0.rc1 < 26.0.rc2 < 26.0.0 < 26.0.1; spellings rc/RC both accepted."""
-    parts = version.strip().split(".")
-    if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
-        raise ValueError(f"not an HDK version: {version!r}")
-    key = [int(parts[0]), int(parts[1])]
-    m = _HDK_PART.match(parts[2])
-    if not m:
-        raise ValueError(f"not an HDK version: {version!r}")
-    # A release candidate sorts before the final release of the same major.minor.
-    key += [1, int(m.group(1))] if m.group(1) is not None else [0, int(m.group(2))]
-    for extra in parts[3:]:
-        key.append(int(extra) if extra.isdigit() else 0)
-    return tuple(key)
+    """Order Ascend HDK versions (a3facts.hdk_key): 25.5.0 < 26.0.RC1 < 26.0.RC2 < 26.0.0 < 26.0.1."""
+    return a3facts.hdk_key(version)
 
 
 def read_driver_version(path: Path) -> str | None:
+    """The HDK release a driver version.info names, None when the file is absent."""
     if not path.is_file():
         return None
-    fields: dict[str, str] = {}
-    for line in path.read_text(errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            fields[key.strip()] = value.strip()
-    return fields.get("Version") or fields.get("package_version")
+    return a3facts.hdk_version(a3facts.parse_version_info(path.read_text(errors="replace"))) or None
 
 
 def local_addresses() -> set[str]:
@@ -508,10 +491,7 @@ def check_paths(env: dict[str, str]) -> list[Check]:
 
 
 def nearest_existing(path: Path) -> Path:
-    p = path
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return p
+    return Path(a3facts.nearest_existing(str(path)))
 
 
 def check_ckpt_space(env: dict[str, str], min_free_gb: float) -> Check:

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DIES = 16  # dies per A3 node (8 NPU modules x 2 dies)
+# a3facts.py lies next to this file (tools/ in the repository, /usr/lib/verl-sim in the image): a copy of
+# entrypoints/verl_recipe/a3facts.py, the A3 facts the checks use too (the stand-ins share them, not the checks).
+_HERE = os.path.dirname(os.path.realpath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+import a3facts  # noqa: E402
+
+DIES = a3facts.DIES_PER_NODE  # dies per A3 node (8 NPU modules x 2 dies)
 NPU_PORT = 4791  # UDP port of the NPU-network responder (the RoCE v2 port, for recognisability)
 
 
@@ -158,7 +165,6 @@ OS_RELEASES = {
     'PRETTY_NAME="openEuler 22.03 (LTS-SP4)"\nANSI_COLOR="0;31"\n',
 }
 ARCH_RE = re.compile(r"^[a-z0-9_]{2,32}$")
-VERSION_RE = re.compile(r"^\d+\.\d+\.(?:(?:rc|RC)\d+|\d+)(?:\.\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,7 @@ def parse_fault(spec: str, cluster: dict[str, Any] | None = None, host: str | No
             raise SimError(f"fault '{spec}': give the host memory to report in GiB (low-ram:64)")
         return Fault(kind, str(int(arg)) if arg else "")
     if kind in ("driver-old", "firmware-old"):
-        if arg and not VERSION_RE.match(arg):
+        if arg and not is_hdk_version(arg):
             raise SimError(f"fault '{spec}': '{arg}' is not an HDK version like 25.5.0 or 25.3.rc1")
         if arg and cluster is not None and not version_below(arg, cluster["hdk_min"]):
             raise SimError(f"fault '{spec}': {arg} is not below the minimum {cluster['hdk_min']}; pick an older one")
@@ -257,18 +263,20 @@ def _die_set(faults: list[Fault], kind: str) -> set[int]:
     return {int(f.arg) for f in faults if f.kind == kind and f.arg.isdigit()}
 
 
+def is_hdk_version(v: str) -> bool:
+    try:
+        a3facts.hdk_key(v)
+    except ValueError:
+        return False
+    return True
+
+
 def version_key(v: str) -> tuple[int, ...]:
-    """26.0.rc1 < 26.0.0 < 26.0.1: a release candidate sorts before the release of the same minor."""
-    out: list[int] = []
-    for part in v.lower().split("."):
-        m = re.fullmatch(r"rc(\d+)", part)
-        if m:
-            out += [-1, int(m.group(1))]
-        elif part.isdigit():
-            out += [int(part), 0]
-        else:
-            raise SimError(f"version '{v}' is not an HDK version like 26.0.rc1 or 25.5.0")
-    return tuple(out)
+    """The one HDK order (a3facts.hdk_key): 26.0.rc1 < 26.0.0 < 26.0.1; SimError for what is not a version."""
+    try:
+        return a3facts.hdk_key(v)
+    except ValueError as exc:
+        raise SimError(f"version '{v}' is not an HDK version like 26.0.rc1 or 25.5.0") from exc
 
 
 def version_below(a: str, b: str) -> bool:

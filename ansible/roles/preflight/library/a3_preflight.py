@@ -127,6 +127,27 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
+try:
+    from ansible.module_utils.a3facts import (
+        DRIVER_VERSION_KEYS,
+        FIRMWARE_VERSION_KEYS,
+        hdk_key,
+        hdk_version,
+        nearest_existing,
+        parse_version_info,
+    )
+except ImportError:  # imported by file path outside Ansible (the unit tests): the same file, ansible/module_utils/
+    import importlib.util
+
+    _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "module_utils", "a3facts.py")
+    _spec = importlib.util.spec_from_file_location("a3facts", _path)
+    assert _spec is not None and _spec.loader is not None
+    _facts = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_facts)
+    DRIVER_VERSION_KEYS, FIRMWARE_VERSION_KEYS = _facts.DRIVER_VERSION_KEYS, _facts.FIRMWARE_VERSION_KEYS
+    hdk_key, hdk_version, nearest_existing = _facts.hdk_key, _facts.hdk_version, _facts.nearest_existing
+    parse_version_info = _facts.parse_version_info
+
 Check = dict[str, Any]
 
 
@@ -150,20 +171,6 @@ def check(
         "expected": str(expected),
         "fix": "" if ok else fix,
     }
-
-
-def hdk_key(version: str) -> tuple[int, ...]:
-    """Order HDK versions: 26.0.RC1 < 26.0.RC2 < 26.0.0 < 26.0.1 (case-insensitive, extra fields compared last)."""
-    parts = version.strip().lower().split(".")
-    nums: list[int] = []
-    for i, part in enumerate(parts):
-        m = re.fullmatch(r"rc(\d+)", part)
-        if i == 2:
-            # third field: a release candidate sorts before every final release of the same major.minor
-            nums += [0, int(m.group(1))] if m else [1, int(re.sub(r"\D", "", part) or 0)]
-        else:
-            nums.append(int(m.group(1)) if m else int(re.sub(r"\D", "", part) or 0))
-    return tuple(nums)
 
 
 def parse_kv(text: str) -> dict[str, str]:
@@ -337,8 +344,8 @@ def platform_checks(p: dict[str, Any]) -> list[Check]:
 
 
 def memory_check(p: dict[str, Any]) -> Check:
-    kv = parse_colon(read(p["meminfo_file"]) or "")
-    total = kv.get("memtotal", "0 kB").split()[0]
+    meminfo = parse_colon(read(p["meminfo_file"]) or "")
+    total = meminfo.get("memtotal", "0 kB").split()[0]
     gib = int(total) / 2**20 if total.isdigit() else 0.0
     want = p["min_host_ram_gib"]
     return check(
@@ -497,8 +504,8 @@ def version_checks(p: dict[str, Any]) -> tuple[list[Check], dict[str, str]]:
     want = p["hdk_min"]
     installed: dict[str, str] = {}
     for name, path, keys in (
-        ("driver_version", p["driver_version_file"], ("Version", "package_version")),
-        ("firmware_version", p["firmware_version_file"], ("package_version",)),
+        ("driver_version", p["driver_version_file"], DRIVER_VERSION_KEYS),
+        ("firmware_version", p["firmware_version_file"], FIRMWARE_VERSION_KEYS),
     ):
         text = read(path)
         if text is None:
@@ -506,12 +513,10 @@ def version_checks(p: dict[str, Any]) -> tuple[list[Check], dict[str, str]]:
                 check(name, False, f"{path} missing", f">= {want}", f"install the Ascend HDK {want} {name[:-8]}")
             )
             continue
-        kv = parse_kv(text)
-        if name == "driver_version":
-            installed["driver"] = kv.get("Version", "")
-        else:
-            installed["firmware"] = kv.get("Version", "")
-        found = next((kv[k] for k in keys if kv.get(k)), "")
+        fields = parse_version_info(text)
+        # what npu-smi shows as running: the driver's release, the firmware's own 7.x number
+        installed["driver" if name == "driver_version" else "firmware"] = fields.get("Version", "")
+        found = hdk_version(fields, keys)
         if not found:
             out.append(check(name, False, f"no {'/'.join(keys)} in {path}", f">= {want}", f"reinstall the HDK {want}"))
             continue
@@ -708,11 +713,12 @@ def running_versions(
     running = set()
     for npu in npus:
         rc, text = host.query([npu_smi, "info", "-t", "board", "-i", str(npu)])
-        kv = parse_colon(text)
-        if rc != 0 or "software version" not in kv:
+        board = parse_colon(text)
+        if rc != 0 or "software version" not in board:
             bad.append(f"NPU {npu}: query failed ({first_line(text)})")
             continue
-        sw, fw, compat = kv.get("software version", ""), kv.get("firmware version", ""), kv.get("compatibility", "")
+        sw, fw = board.get("software version", ""), board.get("firmware version", "")
+        compat = board.get("compatibility", "")
         running.add(f"driver {sw}, firmware {fw}")
         problems = []
         if installed.get("driver") and sw.lower() != installed["driver"].lower():
@@ -755,16 +761,16 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
     vnic_bad: dict[int, str] = {}
     for die in range(dies):
 
-        def q(*args: str, die: int = die) -> tuple[int, str]:
+        def hccn_query(*args: str, die: int = die) -> tuple[int, str]:
             return host.query([hccn, "-i", str(die), *args])
 
-        rc, text = q("-link", "-g")
+        rc, text = hccn_query("-link", "-g")
         status = parse_colon(text).get("link status", "")
         if rc != 0 or status != "UP":
             link_bad[die] = status or f"query failed ({first_line(text)})"
-        rc, text = q("-ip", "-g")
-        kv = parse_colon(text)
-        addr, mask = kv.get("ipaddr", ""), kv.get("netmask", "")
+        rc, text = hccn_query("-ip", "-g")
+        ip_fields = parse_colon(text)
+        addr, mask = ip_fields.get("ipaddr", ""), ip_fields.get("netmask", "")
         want = ips[die] if die < len(ips) else ""
         if rc != 0 or not addr:
             ip_bad[die] = f"no address ({first_line(text)})"
@@ -778,11 +784,11 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
                 conf_bad[die] = f"address_{die}={c_addr or '(none)'}, device has {addr}"
             elif mask and c_mask and c_mask != mask:
                 conf_bad[die] = f"netmask_{die}={c_mask}, device has {mask}"
-        rc, text = q("-net_health", "-g")
+        rc, text = hccn_query("-net_health", "-g")
         status = parse_colon(text).get("net health status", "")
         if rc != 0 or status != "Success":
             health_bad[die] = status or f"query failed ({first_line(text)})"
-        rc, text = q("-gateway", "-g")
+        rc, text = hccn_query("-gateway", "-g")
         m = re.search(r"default gateway:\s*([\d.]+)", text)
         gw = m.group(1) if m and rc == 0 else ""
         problems = []
@@ -792,17 +798,17 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
             problems.append(f"gateway {gw} outside {addr}/{mask}")
         if problems:
             gw_bad[die] = ", ".join(problems)
-        rc, text = q("-tls", "-g")
+        rc, text = hccn_query("-tls", "-g")
         m = re.search(r"tls switch\[(\d+)\]", text)
         tls[die] = m.group(1) if m and rc == 0 else "?"
         if p["inter_server_link"] == "hccs":
-            rc, text = q("-vnic", "-g")
-            kv = parse_colon(text)
+            rc, text = hccn_query("-vnic", "-g")
+            vnic = parse_colon(text)
             want = p["vnic_ips"][die] if die < len(p["vnic_ips"]) else ""
-            if rc != 0 or kv.get("vnic link status") != "UP" or not kv.get("vnic ipaddr"):
-                vnic_bad[die] = kv.get("vnic link status") or f"query failed ({first_line(text)})"
-            elif want and kv["vnic ipaddr"] != want:  # the peers would ping the inventory's address, not this one
-                vnic_bad[die] = f"vNIC {kv['vnic ipaddr']}, a3_vnic_ips[{die}] says {want}"
+            if rc != 0 or vnic.get("vnic link status") != "UP" or not vnic.get("vnic ipaddr"):
+                vnic_bad[die] = vnic.get("vnic link status") or f"query failed ({first_line(text)})"
+            elif want and vnic["vnic ipaddr"] != want:  # the peers would ping the inventory's address, not this one
+                vnic_bad[die] = f"vNIC {vnic['vnic ipaddr']}, a3_vnic_ips[{die}] says {want}"
     n = f"{dies} dies OK"
     out = [
         check(
@@ -1012,10 +1018,8 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
             "copy the model and data onto the shared storage (deploy.yml never downloads them)",
         )
     )
-    probe = docker_root
-    while not os.path.exists(probe) and probe not in ("/", ""):
-        probe = os.path.dirname(probe)
-    st = os.statvfs(probe or "/")
+    probe = nearest_existing(docker_root or "/")
+    st = os.statvfs(probe)
     free = st.f_bavail * st.f_frsize / 2**30
     want = p["min_free_disk_gib"]
     out.append(
