@@ -1,6 +1,7 @@
 """Pure parts of the bench driver (no Docker, no clock): ratios, medians, output parsers and the results table.
 
-tests/bench/test_benchlib.py covers them; bench/run.py does the measuring.
+tests/bench/test_benchlib.py covers them; the section modules of bench/ do the measuring. What ansible-playbook's
+output says (PLAY RECAP, role times) is simkit.playbook's.
 """
 
 from __future__ import annotations
@@ -51,35 +52,6 @@ def median(values: list[float]) -> float:
     if not values:
         raise ValueError("median of no values")
     return float(statistics.median(values))
-
-
-def recap(output: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP counters per host of an ansible-playbook run."""
-    out: dict[str, dict[str, int]] = {}
-    in_recap = False
-    for line in output.splitlines():
-        if line.startswith("PLAY RECAP"):
-            in_recap = True
-            continue
-        if in_recap:
-            m = re.match(r"^(\S+)\s+:\s+(.*)$", line)
-            if not m:
-                if line.strip() == "":
-                    continue
-                if out:
-                    break
-                continue
-            out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-    return out
-
-
-def changed_total(counts: dict[str, dict[str, int]]) -> int:
-    return sum(c.get("changed", 0) for c in counts.values())
-
-
-def role_times(output: str) -> dict[str, float]:
-    """ansible.posix.profile_roles' summary: seconds per role."""
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) -+ ([\d.]+)s$", output, re.M)}
 
 
 def build_steps(output: str) -> tuple[int, int]:

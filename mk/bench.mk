@@ -1,13 +1,14 @@
-# Benchmarks (bench/run.py): deploy scaling, image fan-out, preflight with faults, launch path, rebuild, simulation
-# cost; each figure a ratio or count from one run, written to bench/results.{md,json} (QUICK: bench/results-quick.*).
-# Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts, fewer repetitions.
+# Benchmarks (`python -m bench.run`, bench/README.md): deploy scaling, image fan-out, preflight with faults, launch
+# path, rebuild, simulation cost; each figure a ratio or count from one run, written to bench/results.{md,json}
+# (QUICK: bench/results-quick.*). Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts,
+# fewer repetitions.
 QUICK          ?=
 BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost,nodeloss
 BENCH_NAME     ?= bench
 
 .PHONY: bench
 bench: host-deps compose-plugin image-sim-tgz sim-image ## Measure deploy, distribution, preflight, launch, rebuild, sim cost (QUICK=1: small)
-	$(PY) bench/run.py $(if $(QUICK),--quick) --sections '$(BENCH_SECTIONS)' --name '$(BENCH_NAME)'
+	$(PY) -m bench.run $(if $(QUICK),--quick) --sections '$(BENCH_SECTIONS)' --name '$(BENCH_NAME)'
 
 .PHONY: test-bench
 test-bench: venv ## Unit tests of the bench driver's pure parts (no Docker, no timing)

@@ -1,6 +1,7 @@
 # Images: the simulated runtime, the NPU runtime, the recipe layer on either, their locks and git sources.
-# Every build argument comes from docker/versions.yaml through docker/tools/imagetool.py; docs/image.md explains
-# building online, behind a mirror and offline.
+# Every build argument comes from docker/versions.yaml through docker/tools/imagetool.py, whose build-args files
+# also carry the source, revision and created labels (--label lines); docs/image.md explains building online,
+# behind a mirror and offline.
 IMAGETOOL       = $(PY) docker/tools/imagetool.py
 SOURCESTOOL     = $(PY) docker/tools/sources.py
 SOC             ?= a3
@@ -180,4 +181,4 @@ lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, sh
 	$(VENV)/bin/ruff check docker/tools docker/npu docker/npu-standin
 	$(VENV)/bin/ruff format --check docker/tools docker/npu docker/npu-standin
 	$(VENV)/bin/mypy --strict docker/tools docker/npu/pip_check.py docker/npu/import_smoke.py docker/npu-standin/check.py
-	for f in docker/sim-runtime/*.sh docker/lock/*.sh docker/npu/*.sh; do bash -n "$$f"; done
+	for f in docker/sim-runtime/*.sh docker/lock/*.sh docker/npu/*.sh docker/tools/*.sh; do bash -n "$$f"; done

@@ -50,7 +50,7 @@ sim-fault: venv ## Switch a fault on a simulated host: HOST=a3-03 FAULT=link-dow
 
 .PHONY: sim-measure
 sim-measure: sim-image ## Start-up time and memory per host for SIM_SIZES hosts (default 1,4,16)
-	SIM_NAME='$(SIM_NAME)-measure' $(PY) docker/sim-host/simctl.py measure --sizes '$(SIM_SIZES)' --output build/sim-measure.json
+	SIM_NAME='$(SIM_NAME)-measure' $(PY) -m bench.simcost --sizes '$(SIM_SIZES)' --output build/sim-measure.json
 
 .PHONY: test-sim
 test-sim: venv ## Tests of the simulated cluster only (unit + a 3-host cluster)

@@ -3,8 +3,8 @@ PYTEST_ARGS ?=
 
 .PHONY: lint
 lint: venv lint-image lint-ansible ## ruff, mypy, yamllint --strict, docs drift, hadolint, ansible-lint
-	$(VENV)/bin/ruff check entrypoints tests scripts bench
-	$(VENV)/bin/ruff format --check entrypoints tests scripts bench
+	$(VENV)/bin/ruff check entrypoints tests scripts bench simkit
+	$(VENV)/bin/ruff format --check entrypoints tests scripts bench simkit
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint --strict .
 	$(PY) scripts/gen_docs.py --check

@@ -49,6 +49,7 @@ if [ "$mode" = install ]; then
   stray="$(comm -23 <(uv pip freeze --quiet --python "$venv_py" --exclude-editable | norm) \
     <(cat "$lock" requirements/verl.lock | norm))"
   if [ -n "$stray" ]; then
+    # shellcheck disable=SC2086 # one name per word
     echo "uv pip uninstall" $stray
     # shellcheck disable=SC2086 # one name per word
     uv pip uninstall --quiet --python "$venv_py" $stray
@@ -58,14 +59,11 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR/..
+. docker/tools/lockfns.sh
+lock_setup lock "$platform" . "$tmp"
 "$py" docker/tools/imagetool.py lock-input dev-verl -o "$tmp/verl-import.in"
-links=()
-for d in $find_links; do [ -d "$d" ] && links+=(--find-links "$d"); done
-compile() {  # compile INPUT OUTPUT [uv args...]
-  local input="$1" output="$2"; shift 2
-  uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform "$platform" \
-    --custom-compile-command "make lock" "$@" "$input" -o "$output"
-}
+mapfile -t links < <(find_links_args "$find_links")
 cpu_torch() {  # the CPU lock must pin the local +cpu wheel, never PyPI's CUDA torch
   grep -qE '^torch==[^ ]+\+cpu' "$1" \
     || { echo "$1 pins no +cpu torch: put the CPU torch wheel in a DEV_FIND_LINKS folder ($find_links)" >&2; exit 1; }
@@ -74,34 +72,23 @@ cpu_torch() {  # the CPU lock must pin the local +cpu wheel, never PyPI's CUDA t
 if [ "$mode" = write ]; then
   cp "$tmp/verl-import.in" requirements/verl-import.in
   if [ "${#links[@]}" -gt 0 ]; then
-    compile requirements/dev.in requirements/dev.lock "${links[@]}"
+    lock_compile requirements/dev.in requirements/dev.lock "${links[@]}"
     cpu_torch requirements/dev.lock
   else
     echo "lock: WARNING: no find-links folder ($find_links): requirements/dev.lock (CPU torch) left as it is" >&2
   fi
-  compile requirements/dev.in requirements/dev-pypi.lock
-  compile requirements/verl.in requirements/verl.lock --no-deps
+  lock_compile requirements/dev.in requirements/dev-pypi.lock
+  lock_compile requirements/verl.in requirements/verl.lock --no-deps
   exit 0
 fi
 
-cmp -s "$tmp/verl-import.in" requirements/verl-import.in \
-  || { echo "requirements/verl-import.in does not match the manifest: run 'make lock' and commit it" >&2; exit 1; }
-status=0
-relock() {  # relock LOCK INPUT [uv args...]
-  local lock="$1" input="$2"; shift 2
-  cp "requirements/$lock" "$tmp/$lock"
-  compile "requirements/$input" "$tmp/$lock" "$@"
-  if ! diff -u <(grep -v '^#' "requirements/$lock") <(grep -v '^#' "$tmp/$lock") >&2; then
-    echo "requirements/$lock no longer resolves to itself: run 'make lock' and commit it" >&2
-    status=1
-  fi
-}
+lock_input_check "$tmp/verl-import.in" requirements/verl-import.in
 if [ "${#links[@]}" -gt 0 ]; then
-  relock dev.lock dev.in "${links[@]}"
+  lock_relock requirements/dev.lock requirements/dev.in "${links[@]}"
 else
   echo "lock-check: no find-links folder ($find_links): requirements/dev.lock (CPU torch) not re-resolved here" >&2
 fi
-relock dev-pypi.lock dev.in
-relock verl.lock verl.in --no-deps
-[ "$status" = 0 ] && echo "lock files match their inputs and resolve to themselves"
-exit "$status"
+lock_relock requirements/dev-pypi.lock requirements/dev.in
+lock_relock requirements/verl.lock requirements/verl.in --no-deps
+[ "$lock_status" = 0 ] && echo "lock files match their inputs and resolve to themselves"
+exit "$lock_status"

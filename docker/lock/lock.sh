@@ -16,37 +16,28 @@ cd "$(dirname "$0")/../.."
 py="${PY:-.venv/bin/python}"
 lock_dir="${LOCK_DIR:-docker/lock}"
 ascend_index="${ASCEND_INDEX_URL:-}"
-no_emit=()
-for p in verl vllm vllm-ascend megatron-core mindspeed megatron-bridge transformers; do no_emit+=(--no-emit-package "$p"); done
+# The main lock: universal (markers select the aarch64 or x86_64 wheels), overrides applied
+main_args=(--universal --override docker/lock/overrides.txt)
+for p in verl vllm vllm-ascend megatron-core mindspeed megatron-bridge transformers; do main_args+=(--no-emit-package "$p"); done
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR/../..
+. docker/tools/lockfns.sh
+# uv runs in $tmp, which mirrors docker/lock/, so the lock names its inputs by their repository paths
+lock_setup lock-npu "" "$tmp" docker/lock 40
 mkdir -p "$tmp/docker/lock"
 "$py" docker/tools/imagetool.py lock-input npu -o "$tmp/docker/lock/npu.in"
 "$py" docker/tools/imagetool.py lock-input npu-ascend -o "$tmp/docker/lock/npu-ascend.in"
 cp docker/lock/overrides.txt "$tmp/docker/lock/overrides.txt"
 
-compile() {  # compile INPUT OUTPUT [extra uv args...], run in $tmp so the lock names its inputs by their repo paths
-  local input="$1" output="$2"; shift 2
-  (cd "$tmp" && uv pip compile --quiet --generate-hashes --python-version 3.11 \
-     --custom-compile-command "make lock-npu" "$@" "$input" -o "$output")
-}
-main_lock() {  # the main lock: universal (markers select the aarch64 or x86_64 wheels), overrides applied
-  compile docker/lock/npu.in docker/lock/npu.lock --universal --override docker/lock/overrides.txt "${no_emit[@]}"
-}
 count() { grep -cE '^[A-Za-z0-9][^ ]*==' "$1"; }
 
 if [ "$mode" = check ]; then
   for f in npu.in npu-ascend.in; do
-    cmp -s "$tmp/docker/lock/$f" "$lock_dir/$f" \
-      || { echo "$lock_dir/$f does not match docker/versions.yaml or docker/lock/upstream/: run 'make lock-npu' and commit it" >&2; exit 1; }
+    lock_input_check "$tmp/docker/lock/$f" "$lock_dir/$f" "docker/versions.yaml or docker/lock/upstream/"
   done
-  cp "$lock_dir/npu.lock" "$tmp/docker/lock/npu.lock"
-  main_lock
-  if ! diff -u <(grep -v '^#' "$lock_dir/npu.lock") <(grep -v '^#' "$tmp/docker/lock/npu.lock") >"$tmp/diff"; then
-    head -40 "$tmp/diff" >&2
-    echo "$lock_dir/npu.lock no longer resolves to itself: run 'make lock-npu' and commit it" >&2
-    exit 1
-  fi
+  lock_relock "$lock_dir/npu.lock" docker/lock/npu.in "${main_args[@]}"
+  [ "$lock_status" = 0 ] || exit 1
   hashed="$(awk '/^[A-Za-z0-9]/{name=$0} /--hash=sha256:/{h[name]=1} END{for (n in h) c++; print c}' "$lock_dir/npu.lock")"
   total="$(count "$lock_dir/npu.lock")"
   [ "$hashed" = "$total" ] || { echo "$lock_dir/npu.lock: $((total - hashed)) package(s) without hashes" >&2; exit 1; }
@@ -63,7 +54,7 @@ fi
 
 if [ "$mode" = write ]; then
   [ -f "$lock_dir/npu.lock" ] && cp "$lock_dir/npu.lock" "$tmp/docker/lock/npu.lock"  # prefer what is locked
-  main_lock
+  lock_compile docker/lock/npu.in docker/lock/npu.lock "${main_args[@]}"
   cp "$tmp/docker/lock/npu.in" "$tmp/docker/lock/npu-ascend.in" "$tmp/docker/lock/npu.lock" "$lock_dir/"
   echo "lock-npu: $(count "$lock_dir/npu.lock") packages in $lock_dir/npu.lock"
   [ -f "$lock_dir/npu-ascend.lock" ] || echo "lock-npu: the Ascend-index packages are not locked yet: run 'make lock-npu-ascend ASCEND_INDEX_URL=<Ascend index or mirror>'" >&2
@@ -80,7 +71,7 @@ cmp -s "$tmp/docker/lock/npu-ascend.in" "$lock_dir/npu-ascend.in" \
 before="$(sha256sum "$lock_dir/npu.lock")"
 # --no-deps: triton-ascend declares no requirements (its wheel METADATA has no Requires-Dist); should a release add
 # some, the image's `pip check` reports them. --index-url: the Ascend index only, so PyPI cannot answer for it.
-if compile docker/lock/npu-ascend.in docker/lock/npu-ascend.lock --no-deps --index-url "$ascend_index" 2>"$tmp/ascend.err"; then
+if lock_compile docker/lock/npu-ascend.in docker/lock/npu-ascend.lock --no-deps --index-url "$ascend_index" 2>"$tmp/ascend.err"; then
   cp "$tmp/docker/lock/npu-ascend.lock" "$lock_dir/npu-ascend.lock"
   rm -f "$lock_dir/unresolved.txt"
   [ "$before" = "$(sha256sum "$lock_dir/npu.lock")" ] || { echo "lock-npu-ascend: $lock_dir/npu.lock changed (it must not)" >&2; exit 1; }

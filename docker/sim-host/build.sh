@@ -12,19 +12,17 @@ ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 cp -r "$here/Dockerfile" "$here/shim" "$here/tools" "$here/rootfs" "$ctx/"
 cp "$(readlink -f "$compose")" "$ctx/docker-compose"
-# Labels: the last commit of docker/sim-host (its time and tree) rather than the clock, so rebuilding one commit
-# gives the same labels; outside a git checkout they say "unknown".
+# Build arguments and labels from docker/tools/imagetool.py, as for every image: the last commit of docker/sim-host
+# (its time and tree) rather than the clock, so rebuilding one commit gives the same labels. It needs PyYAML: the
+# Python of the virtual environment the Compose binary comes from, or PY.
 repo="$(cd "$here/../.." && pwd)"
-git_or() { git -C "$repo" "$@" 2>/dev/null || echo unknown; }
-created="$(git_or log -1 --format=%cI -- docker/sim-host)"
-ref="$(git_or rev-parse HEAD)"
-tree="$(git_or rev-parse --short=12 HEAD:docker/sim-host)"
-source="$(git_or remote get-url origin)"
-[ -n "$created" ] || created=unknown
+py="${PY:-$(dirname "$compose")/python}"
+[ -x "$py" ] || { echo "sim-image: Python '$py' is missing: run 'make venv' (or set PY=<python with PyYAML>)" >&2; exit 1; }
+flags="$("$py" "$repo/docker/tools/imagetool.py" build-args sim-host --set "BASE_IMAGE=$base")"
+# One flag and its value per line, no whitespace in a value (imagetool checks): split into words, no globbing.
+read -r -d '' -a build_flags <<<"$flags" || true
 # The build log is shown only when the build fails.
-if ! docker build --build-arg "BASE_IMAGE=$base" \
-  --build-arg "IMAGE_CREATED=$created" --build-arg "VCS_REF=$ref" --build-arg "VCS_SOURCE=$source" \
-  --build-arg "SIM_HOST_TREE=$tree" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
+if ! docker build "${build_flags[@]}" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
   tail -n 30 "$ctx/build.log" >&2
   echo "sim-image: docker build of $tag failed (last lines above)" >&2
   exit 1

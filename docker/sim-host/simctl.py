@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Controller of the simulated A3 cluster (`make sim-up|sim-status|sim-down|sim-fault|sim-measure`).
+"""Controller of the simulated A3 cluster (`make sim-up|sim-status|sim-down|sim-fault`).
 
 Each simulated host is a container `<name>-a3-NN` (hostname `a3-NN`) of the image verl-recipe-sim-host on the
 user-defined bridge network `<name>` with a fixed address, its own Docker engine on the volume `<name>-a3-NN-docker`
@@ -33,6 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 from a3facts import DIES_PER_NODE as DIES  # noqa: E402 - the A3 facts' one home (a copy of verl_recipe/a3facts.py)
+from a3facts import RAY_DASHBOARD_PORT, RAY_GCS_PORT  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 LABEL = "org.verl-recipe.sim"
@@ -190,7 +191,7 @@ def config_tar(cluster: dict[str, Any], host: str, pubkey: str) -> bytes:
 # inventory
 
 
-def q(s: str) -> str:
+def yaml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid double-quoted YAML scalar
 
 
@@ -256,8 +257,8 @@ def write_inventory(
         "      vars:",
         f"        ansible_user: {SSH_USER}",
         "        ansible_port: 22",
-        f"        ansible_ssh_private_key_file: {q(str(key))}",
-        f"        ansible_ssh_common_args: {q('-o UserKnownHostsFile=' + str(kh))}",
+        f"        ansible_ssh_private_key_file: {yaml_str(str(key))}",
+        f"        ansible_ssh_common_args: {yaml_str('-o UserKnownHostsFile=' + str(kh))}",
         "      hosts:",
     ]
     for h in cluster["hosts"]:
@@ -287,7 +288,7 @@ def write_inventory(
         "# The simulated hosts report this machine's architecture; real A3 hosts are aarch64.",
         f"site_expected_arch: {arch}",
         "# docker/versions.yaml host.hdk_min when the cluster was brought up",
-        f"site_hdk_min: {q(cluster['hdk_min'])}",
+        f"site_hdk_min: {yaml_str(cluster['hdk_min'])}",
         "# How HCCL crosses servers (SIM_LINK): roce, or hccs with each host's a3_vnic_ips from its hccn_tool -vnic -g",
         f"site_inter_server_link: {link}",
         f"site_shared_root: {SHARED_ROOT}",
@@ -296,9 +297,9 @@ def write_inventory(
         f"site_ckpt_root: {SHARED_ROOT}/checkpoints",
         "site_image_ref: verl-recipe:sim",
         "site_image_source: tarball",
-        f"site_image_tarball: {q(str(REPO / 'build' / 'images' / 'verl-recipe-sim.tar'))}",
-        "site_ray_port: 6379",
-        "site_dashboard_port: 8265",
+        f"site_image_tarball: {yaml_str(str(REPO / 'build' / 'images' / 'verl-recipe-sim.tar'))}",
+        f"site_ray_port: {RAY_GCS_PORT}",
+        f"site_dashboard_port: {RAY_DASHBOARD_PORT}",
         "site_install_dir: /opt/verl-recipe",
     ]
     (gv / "sim.yml").write_text("\n".join(site) + "\n")
@@ -371,124 +372,147 @@ def wait_ready(cname: str, deadline: float) -> float:
         time.sleep(0.5)
 
 
-def up(a: argparse.Namespace) -> dict[str, Any]:
-    name, nodes = a.name, a.nodes
-    check_name(name)
+def refuse_bad_up(a: argparse.Namespace) -> None:
+    """Every reason not to start, before anything is created."""
+    check_name(a.name)
     if a.link not in LINK_MODES:
         raise SimError(f"SIM_LINK '{a.link}' is not valid: use roce (default) or hccs")
-    if not 1 <= nodes <= MAX_NODES:
-        raise SimError(f"NODES={nodes} is out of range: give 1 to {MAX_NODES}")
-    existing = labelled("container", name) + labelled("network", name) + labelled("volume", name)
+    if not 1 <= a.nodes <= MAX_NODES:
+        raise SimError(f"NODES={a.nodes} is out of range: give 1 to {MAX_NODES}")
+    existing = labelled("container", a.name) + labelled("network", a.name) + labelled("volume", a.name)
     if existing:
         raise SimError(
-            f"simulated cluster '{name}' already exists ({existing[0]}, ...): run `make sim-down SIM_NAME={name}`"
+            f"simulated cluster '{a.name}' already exists ({existing[0]}, ...): run `make sim-down SIM_NAME={a.name}`"
         )
     if docker("image", "inspect", a.image, check=False).returncode != 0:
         raise SimError(f"image {a.image} is missing: run `make sim-image`")
     if not shutil.which("ssh") or not shutil.which("ssh-keygen"):
         raise SimError("ssh/ssh-keygen are missing on this machine: run `make host-deps`")
-    auto = a.subnet == "auto" or (not a.subnet and name != DEFAULT_NAME)
+
+
+def create_network(a: argparse.Namespace, net: ipaddress.IPv4Network, lab: list[str]) -> ipaddress.IPv4Network:
+    """The cluster's bridge network on `net` (SIM_SUBNET, or the first free 172.30.N.0/24 when auto)."""
+    auto = a.subnet == "auto" or (not a.subnet and a.name != DEFAULT_NAME)
+    for attempt in range(5):
+        gw = str(net.network_address + 1)
+        p = docker("network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", gw, *lab, a.name,
+                   check=False)  # fmt: skip
+        if p.returncode == 0:
+            return net
+        # Another cluster may have taken the same free subnet a moment ago: pick the next free one.
+        if not (auto and "overlap" in p.stderr and attempt < 4):
+            raise SimError(f"creating network {a.name} on {net} failed: {p.stderr.strip()}")
+        net = choose_subnet(a.name, a.subnet)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def create_hosts(a: argparse.Namespace, cluster: dict[str, Any], lab: list[str], pubkey: str) -> None:
+    """One stopped container per host, with its engine's volume, the shared storage and its config files."""
+    name = a.name
+    shared_mount = f"{name}-shared:/var/lib/verl-sim/shared"
+    if a.shared_dir:
+        Path(a.shared_dir).mkdir(parents=True, exist_ok=True)
+        shared_mount = f"{Path(a.shared_dir).resolve()}:/var/lib/verl-sim/shared"
+    else:
+        docker("volume", "create", *lab, f"{name}-shared")
+    add_hosts = [f"--add-host={h['name']}:{h['cluster_ip']}" for h in cluster["hosts"]]
+    for h in cluster["hosts"]:
+        cname = container(name, h["name"])
+        docker("volume", "create", *lab, f"{cname}-docker")
+        docker(
+            "create",
+            "--name", cname,
+            "--hostname", h["name"],
+            "--network", name,
+            "--ip", h["cluster_ip"],
+            "--network-alias", h["name"],
+            *add_hosts,
+            "--init",
+            # What a container running its own engine needs here (--privileged is refused on these machines).
+            "--cap-add", "ALL",
+            "--cap-drop", "SYS_RESOURCE",
+            "--security-opt", "seccomp=unconfined",
+            "--security-opt", "apparmor=unconfined",
+            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+            "-v", f"{cname}-docker:/var/lib/docker",
+            "-v", shared_mount,
+            # /run is a fresh tmpfs at every start, as on a real host: a power cycle (`down`, then `clear`)
+            # leaves no pid files, sockets or containerd state of the previous boot behind.
+            "--tmpfs", "/run:rw,nosuid,nodev,noexec,mode=0755",
+            "--stop-timeout", "20",
+            *lab,
+            "--label", f"{LABEL}.host={h['name']}",
+            a.image,
+        )  # fmt: skip
+        run(["docker", "cp", "-", f"{cname}:/"], input_bytes=config_tar(cluster, h["name"], pubkey))
+
+
+def start_hosts(name: str, cluster: dict[str, Any]) -> dict[str, float]:
+    """Start every host at once; seconds from each start to its services being ready."""
+    starts: dict[str, float] = {}
+    for h in cluster["hosts"]:
+        starts[h["name"]] = time.monotonic()
+        docker("start", container(name, h["name"]))
+    nodes = len(cluster["hosts"])
+    deadline = time.monotonic() + 120 + 15 * nodes
+    timings: dict[str, float] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
+        futs = {h["name"]: pool.submit(wait_ready, container(name, h["name"]), deadline) for h in cluster["hosts"]}
+        for hn, f in futs.items():
+            f.result()
+            timings[hn] = time.monotonic() - starts[hn]
+    return timings
+
+
+def record_host_keys(name: str, cluster: dict[str, Any], inv: Path) -> None:
+    """known_hosts of the inventory, from each host's own key: the control node trusts exactly these."""
+    keys = []
+    for h in cluster["hosts"]:
+        pub = docker("exec", container(name, h["name"]), "cat", "/etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
+        keys.append(f"{h['cluster_ip']},{h['name']} {pub[0]} {pub[1]}")
+    (inv / "known_hosts").write_text("\n".join(keys) + "\n")
+
+
+def first_logins(cluster: dict[str, Any], inv: Path) -> None:
+    """The first login goes through SSH with host key checking on, as Ansible's will."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(cluster["hosts"])) as pool:
+        logins = {
+            h["name"]: pool.submit(run, [*ssh_cmd(inv, h["cluster_ip"]), "true"], False) for h in cluster["hosts"]
+        }
+        for hn, fut in logins.items():
+            p = fut.result()
+            if p.returncode != 0:
+                raise SimError(f"SSH login to {hn} failed: {p.stderr.strip().splitlines()[-1:]}")
+
+
+def up(a: argparse.Namespace) -> dict[str, Any]:
+    """Network, hosts, start, host keys, inventory, first logins; everything is removed again if a step fails."""
+    refuse_bad_up(a)
+    name = a.name
     net = choose_subnet(name, a.subnet)
     inv = Path(a.inventory) if a.inventory else default_inventory(name)
     prepare_inventory_dir(inv)
-    timings: dict[str, float] = {}
     t0 = time.monotonic()
     try:
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name} cluster key", "-f", str(inv / "id_ed25519")])
         pubkey = (inv / "id_ed25519.pub").read_text()
         lab = ["--label", f"{LABEL}={name}"]
-        for attempt in range(5):
-            gw = str(net.network_address + 1)
-            p = docker(
-                "network",
-                "create",
-                "--driver",
-                "bridge",
-                "--subnet",
-                str(net),
-                "--gateway",
-                gw,
-                *lab,
-                name,
-                check=False,
-            )
-            if p.returncode == 0:
-                break
-            # Another cluster may have taken the same free subnet a moment ago: pick the next free one.
-            if not (auto and "overlap" in p.stderr and attempt < 4):
-                raise SimError(f"creating network {name} on {net} failed: {p.stderr.strip()}")
-            net = choose_subnet(name, a.subnet)
-        cluster = describe(name, nodes, net)
-        shared_mount = f"{name}-shared:/var/lib/verl-sim/shared"
-        if a.shared_dir:
-            Path(a.shared_dir).mkdir(parents=True, exist_ok=True)
-            shared_mount = f"{Path(a.shared_dir).resolve()}:/var/lib/verl-sim/shared"
-        else:
-            docker("volume", "create", *lab, f"{name}-shared")
-        add_hosts = [f"--add-host={h['name']}:{h['cluster_ip']}" for h in cluster["hosts"]]
-        for h in cluster["hosts"]:
-            cname = container(name, h["name"])
-            docker("volume", "create", *lab, f"{cname}-docker")
-            docker(
-                "create",
-                "--name", cname,
-                "--hostname", h["name"],
-                "--network", name,
-                "--ip", h["cluster_ip"],
-                "--network-alias", h["name"],
-                *add_hosts,
-                "--init",
-                # What a container running its own engine needs here (--privileged is refused on these machines).
-                "--cap-add", "ALL",
-                "--cap-drop", "SYS_RESOURCE",
-                "--security-opt", "seccomp=unconfined",
-                "--security-opt", "apparmor=unconfined",
-                "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-                "-v", f"{cname}-docker:/var/lib/docker",
-                "-v", shared_mount,
-                # /run is a fresh tmpfs at every start, as on a real host: a power cycle (`down`, then `clear`)
-                # leaves no pid files, sockets or containerd state of the previous boot behind.
-                "--tmpfs", "/run:rw,nosuid,nodev,noexec,mode=0755",
-                "--stop-timeout", "20",
-                *lab,
-                "--label", f"{LABEL}.host={h['name']}",
-                a.image,
-            )  # fmt: skip
-            run(["docker", "cp", "-", f"{cname}:/"], input_bytes=config_tar(cluster, h["name"], pubkey))
-        starts: dict[str, float] = {}
-        for h in cluster["hosts"]:
-            starts[h["name"]] = time.monotonic()
-            docker("start", container(name, h["name"]))
-        deadline = time.monotonic() + 120 + 15 * nodes
-        with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
-            futs = {h["name"]: pool.submit(wait_ready, container(name, h["name"]), deadline) for h in cluster["hosts"]}
-            for hn, f in futs.items():
-                f.result()
-                timings[hn] = time.monotonic() - starts[hn]
-        keys = []
-        for h in cluster["hosts"]:
-            pub = docker("exec", container(name, h["name"]), "cat", "/etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
-            keys.append(f"{h['cluster_ip']},{h['name']} {pub[0]} {pub[1]}")
-        (inv / "known_hosts").write_text("\n".join(keys) + "\n")
+        net = create_network(a, net, lab)
+        cluster = describe(name, a.nodes, net)
+        create_hosts(a, cluster, lab, pubkey)
+        timings = start_hosts(name, cluster)
+        record_host_keys(name, cluster, inv)
         first = container(name, cluster["hosts"][0]["name"])
         dirs = [f"{SHARED_ROOT}/{d}" for d in SHARED_DIRS]
         docker("exec", first, "sh", "-c", f"mkdir -p {' '.join(dirs)} && chown {SSH_USER}: {' '.join(dirs)}")
         vnics = read_vnic_ips(name, cluster) if a.link == "hccs" else None
         write_inventory(inv, cluster, docker("exec", first, "uname", "-m").stdout.strip(), a.link, vnics)
-        # The first login goes through SSH with host key checking on, as Ansible's will.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=nodes) as pool:
-            logins = {
-                h["name"]: pool.submit(run, [*ssh_cmd(inv, h["cluster_ip"]), "true"], False) for h in cluster["hosts"]
-            }
-            for hn, fut in logins.items():
-                p = fut.result()
-                if p.returncode != 0:
-                    raise SimError(f"SSH login to {hn} failed: {p.stderr.strip().splitlines()[-1:]}")
+        first_logins(cluster, inv)
     except BaseException:
         teardown(name, inv, quiet=True)
         raise
     total = time.monotonic() - t0
-    print(f"sim-up: {nodes} host(s) of '{name}' ready in {total:.1f} s on {net} ({a.link}); inventory {inv}")
+    print(f"sim-up: {a.nodes} host(s) of '{name}' ready in {total:.1f} s on {net} ({a.link}); inventory {inv}")
     print(f"sim-up: ssh -F {inv / 'ssh_config'} a3-01    |    ansible-playbook -i {inv / 'hosts.yml'} ...")
     return {"total_s": total, "per_host_s": timings, "inventory": str(inv)}
 
@@ -658,72 +682,6 @@ def fault(a: argparse.Namespace) -> None:
     print(f"sim-fault: {a.host}: {','.join(specs)} on")
 
 
-def measure(a: argparse.Namespace) -> None:
-    """Bring up clusters of the given sizes one after another; report start-up time and memory per host."""
-    check_name(a.name)
-    rows = []
-    for n in [int(x) for x in a.sizes.split(",")]:
-        ns = argparse.Namespace(
-            name=a.name, nodes=n, subnet=a.subnet, inventory=a.inventory, image=a.image, shared_dir="", link="roce"
-        )
-        before = meminfo_used()
-        try:
-            res = up(ns)
-            time.sleep(a.settle)  # let the engines finish their start-up work before reading memory
-            mem = container_memory(a.name)
-            rss = container_rss(a.name)
-            after = meminfo_used()
-        finally:
-            teardown(a.name, Path(a.inventory) if a.inventory else default_inventory(a.name), quiet=True)
-        per = list(res["per_host_s"].values())
-        rows.append(
-            {
-                "hosts": n,
-                "up_total_s": round(res["total_s"], 1),
-                "host_ready_s_max": round(max(per), 1),
-                "host_ready_s_mean": round(sum(per) / len(per), 1),
-                "mem_per_host_mib_mean": round(sum(mem.values()) / len(mem), 1),
-                "mem_per_host_mib_max": round(max(mem.values()), 1),
-                "mem_total_mib_cgroups": round(sum(mem.values()), 1),
-                "rss_per_host_mib_mean": round(sum(rss.values()) / len(rss), 1),
-                "machine_used_delta_mib": round(after - before, 1),
-            }
-        )
-        print(json.dumps(rows[-1]), flush=True)
-    if a.output:
-        Path(a.output).write_text(json.dumps(rows, indent=1) + "\n")
-
-
-def meminfo_used() -> float:
-    info = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        k, v = line.split(":", 1)
-        info[k] = int(v.split()[0])
-    return (info["MemTotal"] - info["MemAvailable"]) / 1024
-
-
-def container_memory(name: str) -> dict[str, float]:
-    """Memory charged to each host container's cgroup (the engine, sshd, the tools), without its page cache."""
-    out = docker("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}", *labelled("container", name)).stdout
-    mem = {}
-    units = {"B": 1 / 2**20, "KiB": 1 / 1024, "kB": 1 / 1024, "MiB": 1.0, "MB": 1.0, "GiB": 1024.0, "GB": 1024.0}
-    for line in out.splitlines():
-        cname, usage = line.split(" ", 1)
-        m = re.match(r"([\d.]+)\s*([A-Za-z]+)", usage)
-        if m:
-            mem[cname] = float(m.group(1)) * units.get(m.group(2), 1.0)
-    return mem
-
-
-def container_rss(name: str) -> dict[str, float]:
-    """Resident memory of every process in each host (shared libraries counted once per process)."""
-    out = {}
-    for cname in labelled("container", name):
-        rss = docker("exec", cname, "ps", "-eo", "rss=").stdout.split()
-        out[cname] = sum(int(x) for x in rss) / 1024
-    return out
-
-
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="simctl.py", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--name", default=os.environ.get("SIM_NAME") or DEFAULT_NAME)
@@ -742,11 +700,6 @@ def main(argv: list[str]) -> int:
     f = sub.add_parser("fault")
     f.add_argument("host")
     f.add_argument("fault")
-    m = sub.add_parser("measure")
-    m.add_argument("--sizes", default="1,4,16")
-    m.add_argument("--subnet", default=os.environ.get("SIM_SUBNET", ""))
-    m.add_argument("--settle", type=float, default=20.0)
-    m.add_argument("--output", default="")
     a = p.parse_args(argv)
     try:
         if a.cmd == "up":
@@ -757,8 +710,6 @@ def main(argv: list[str]) -> int:
             return status(a)
         elif a.cmd == "fault":
             fault(a)
-        elif a.cmd == "measure":
-            measure(a)
         elif a.cmd == "link":
             link(a)
     except SimError as e:

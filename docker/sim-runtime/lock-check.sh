@@ -9,32 +9,23 @@ platform="${SIM_PLATFORM:-x86_64-manylinux_2_28}"
 find_links="${SIM_FIND_LINKS:-/opt/wheels}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR/../..
+. docker/tools/lockfns.sh
+# uv runs in $tmp, which mirrors docker/sim-runtime/, so the locks name their inputs by their repository paths
+lock_setup lock-sim "$platform" "$tmp" docker/sim-runtime
 mkdir -p "$tmp/docker/sim-runtime"
 "$py" docker/tools/imagetool.py lock-input sim -o "$tmp/docker/sim-runtime/requirements.in"
 "$py" docker/tools/imagetool.py lock-input sim-verl -o "$tmp/docker/sim-runtime/verl.in"
 for f in requirements.in verl.in; do
-  cmp -s "$tmp/docker/sim-runtime/$f" "docker/sim-runtime/$f" \
-    || { echo "docker/sim-runtime/$f does not match the manifest: run 'make lock-sim' and commit it" >&2; exit 1; }
+  lock_input_check "$tmp/docker/sim-runtime/$f" "docker/sim-runtime/$f"
 done
-status=0
-relock() {  # relock LOCK INPUT [uv args...]
-  local lock="$1" input="$2"; shift 2
-  cp "docker/sim-runtime/$lock" "$tmp/docker/sim-runtime/$lock"
-  (cd "$tmp" && uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform "$platform" \
-     --custom-compile-command "make lock-sim" "$@" "docker/sim-runtime/$input" -o "docker/sim-runtime/$lock")
-  if ! diff -u <(grep -v '^#' "docker/sim-runtime/$lock") <(grep -v '^#' "$tmp/docker/sim-runtime/$lock") >&2; then
-    echo "docker/sim-runtime/$lock no longer resolves to itself: run 'make lock-sim' and commit it" >&2
-    status=1
-  fi
-}
-links=()
-for d in $find_links; do [ -d "$d" ] && links+=(--find-links "$d"); done
+mapfile -t links < <(find_links_args "$find_links")
 if [ "${#links[@]}" -gt 0 ]; then
-  relock requirements.lock requirements.in "${links[@]}"
+  lock_relock docker/sim-runtime/requirements.lock docker/sim-runtime/requirements.in "${links[@]}"
 else
   echo "lock-sim-check: no find-links folder ($find_links): requirements.lock (CPU torch) not re-resolved here" >&2
 fi
-relock requirements-pypi.lock requirements.in
-relock verl.lock verl.in --no-deps
-[ "$status" = 0 ] && echo "sim locks match the manifest and resolve to themselves"
-exit "$status"
+lock_relock docker/sim-runtime/requirements-pypi.lock docker/sim-runtime/requirements.in
+lock_relock docker/sim-runtime/verl.lock docker/sim-runtime/verl.in --no-deps
+[ "$lock_status" = 0 ] && echo "sim locks match the manifest and resolve to themselves"
+exit "$lock_status"

@@ -3,7 +3,8 @@
 
 Every version a Dockerfile or a lock input needs is read here from the manifest, so nothing repeats a pin by hand.
 Subcommands (all print to stdout or write the file named by -o):
-  build-args TARGET [--soc a3|a2] [--set NAME=VALUE ...]   one `--build-arg NAME=VALUE` per line
+  build-args TARGET [--soc a3|a2] [--set NAME=VALUE ...]   one `--build-arg NAME=VALUE` per line, then the
+                                                           `--label KEY=VALUE` lines of BUILD_LABELS
   lock-input {npu,npu-ascend,sim,sim-verl,dev-verl}        the declared input of a lock file
   image-tag {npu-runtime,npu}                              the tag the NPU images get
   label-check IMAGE                                        fail when an image lacks an OCI label
@@ -40,15 +41,19 @@ UPSTREAM_REQS = ROOT / "docker" / "lock" / "upstream"
 GIT_BUILT = ("verl", "vllm", "vllm-ascend", "megatron-core", "mindspeed", "megatron-bridge", "transformers")
 # Distributions only Ascend's own index serves: they go to docker/lock/npu-ascend.in, not the main lock.
 ASCEND_INDEX_ONLY = ("triton-ascend",)
-TARGETS = ("sim-runtime", "npu", "npu-standin", "recipe")
+# sim-host: the simulated A3 host (docker/sim-host/build.sh, `make sim-image`), which takes only its labels' values.
+TARGETS = ("sim-runtime", "npu", "npu-standin", "recipe", "sim-host")
+# The OCI labels that say where and when an image comes from, the same for every image: the build sets them
+# (`docker build --label`, the lines `build-args` prints after the build arguments) from the build argument
+# named here, so no Dockerfile spells them; each Dockerfile labels only what is its own (title, description,
+# version, io.verl-recipe.*). The classic builder and BuildKit both put --label on the final image as LABEL would.
+BUILD_LABELS = {
+    "org.opencontainers.image.source": "VCS_SOURCE",
+    "org.opencontainers.image.revision": "VCS_REF",
+    "org.opencontainers.image.created": "IMAGE_CREATED",
+}
 # The labels every image of this project carries (tests/image checks them on the built images).
-OCI_LABELS = (
-    "org.opencontainers.image.source",
-    "org.opencontainers.image.revision",
-    "org.opencontainers.image.created",
-    "org.opencontainers.image.version",
-    "org.opencontainers.image.title",
-)
+OCI_LABELS = (*BUILD_LABELS, "org.opencontainers.image.version", "org.opencontainers.image.title")
 
 
 class UsageError(Exception):
@@ -101,6 +106,7 @@ EPOCH_PATHS = {
     ),  # fmt: skip
     "npu-standin": ("docker/npu-standin", "docker/versions.yaml"),
     "recipe": (),
+    "sim-host": ("docker/sim-host",),
 }
 
 
@@ -136,13 +142,20 @@ def sim_pins() -> dict[str, Any]:
     return load_yaml(SIM_PINS)
 
 
+def vcs_args(epoch: int) -> dict[str, str]:
+    """Where and when the image comes from: the values of BUILD_LABELS (the recipe layer also records two)."""
+    return {
+        "IMAGE_CREATED": rfc3339(epoch),
+        "VCS_REF": git("rev-parse", "HEAD") or "unknown",
+        "VCS_SOURCE": vcs_source(),
+    }
+
+
 def common_args(m: dict[str, Any], target: str) -> dict[str, str]:
     epoch = source_date_epoch(target)
     return {
         "SOURCE_DATE_EPOCH": str(epoch),
-        "IMAGE_CREATED": rfc3339(epoch),
-        "VCS_REF": git("rev-parse", "HEAD") or "unknown",
-        "VCS_SOURCE": vcs_source(),
+        **vcs_args(epoch),
         "MANIFEST_SHA256": manifest_sha256(),
         "PYTHON_VERSION": str(m["base"]["python"]),
     }
@@ -171,7 +184,8 @@ def soc_args(m: dict[str, Any], soc: str) -> dict[str, str]:
 
 def build_args(target: str, soc: str, overrides: dict[str, str]) -> dict[str, str]:
     m = manifest()
-    args = common_args(m, target)
+    # The simulated host takes no pin and no SOURCE_DATE_EPOCH: exactly what docker/sim-host/build.sh passed.
+    args = common_args(m, target) if target != "sim-host" else {}
     pk = m["python_packages"]
     if target == "sim-runtime":
         args |= {
@@ -207,6 +221,13 @@ def build_args(target: str, soc: str, overrides: dict[str, str]) -> dict[str, st
         }
     elif target == "recipe":
         args |= {"RECIPE_VERSION": recipe_version()}
+    elif target == "sim-host":
+        args |= {
+            "BASE_IMAGE": f"verl-recipe-base:{m['base']['debian_suite']}",
+            # Its version label: the tree of docker/sim-host at HEAD (the same tree, the same host).
+            "SIM_HOST_TREE": git("rev-parse", "--short=12", "HEAD:docker/sim-host") or "unknown",
+            **vcs_args(source_date_epoch(target)),
+        }
     else:
         raise UsageError(f"build target {target!r} is unknown: use one of {', '.join(TARGETS)}")
     for key, value in overrides.items():
@@ -218,6 +239,22 @@ def build_args(target: str, soc: str, overrides: dict[str, str]) -> dict[str, st
 
 # Arguments a caller may add that have no manifest value: mirrors (never baked into a layer: see docs/image.md).
 OPTIONAL_ARGS = ("RUNTIME_IMAGE", "PIP_INDEX_URL", "ASCEND_INDEX_URL")
+
+
+def build_labels(args: dict[str, str]) -> dict[str, str]:
+    """BUILD_LABELS with their values, taken from the build arguments (so they agree with what a layer records)."""
+    return {key: args[name] for key, name in BUILD_LABELS.items()}
+
+
+def build_flags(args: dict[str, str]) -> list[str]:
+    """`docker build` flags, one per line: every build argument, then the labels of BUILD_LABELS."""
+    pairs = [("--build-arg", key, value) for key, value in args.items()]
+    pairs += [("--label", key, value) for key, value in build_labels(args).items()]
+    # Values never contain whitespace (checked here, since make splits the lines on whitespace).
+    for _, key, value in pairs:
+        if any(c.isspace() for c in value):
+            raise UsageError(f"build argument {key}={value!r} contains whitespace: fix the manifest")
+    return [f"{flag} {key}={value}" for flag, key, value in pairs]
 
 
 def recipe_version() -> str:
@@ -351,7 +388,11 @@ def label_check(image: str) -> int:
     labels = json.loads(out.stdout) or {}
     missing = [k for k in OCI_LABELS if not labels.get(k)]
     if missing:
-        print(f"{image}: missing OCI labels {missing}: the Dockerfile must set them", file=sys.stderr)
+        print(
+            f"{image}: missing OCI labels {missing}: the Dockerfile sets version and title, the build passes "
+            "`imagetool build-args` (its --label lines) for the others",
+            file=sys.stderr,
+        )
         return 1
     print(f"{image}: OCI labels present")
     return 0
@@ -521,11 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             if a.format == "json":
                 print(json.dumps(args, indent=2, sort_keys=True))
             else:
-                # One flag per line; values never contain a newline (checked here, since make splits on whitespace).
-                for key, value in args.items():
-                    if any(c.isspace() for c in value):
-                        raise UsageError(f"build argument {key}={value!r} contains whitespace: fix the manifest")
-                    print(f"--build-arg {key}={value}")
+                print("\n".join(build_flags(args)))
         elif a.cmd == "lock-input":
             text = lock_input(a.kind)
             if a.output:

@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from verl_recipe import a3facts
+from verl_recipe.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from verl_recipe.manifest import load_manifest, manifest_path
+from verl_recipe.topology import RAY_DASHBOARD_PORT
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
 IMAGE_RECORD_DIR = Path("/opt/verl-recipe")
@@ -554,7 +556,7 @@ def check_ray_auth(env: dict[str, str], timeout_s: float = 3.0) -> list[Check]:
         path = env["RAY_AUTH_TOKEN_PATH"]
         token = read_token(path)
         out.append(Check("ray-auth:client", "ok", f"RAY_AUTH_MODE=token, token file {path}"))
-    port = env.get("RAY_DASHBOARD_PORT") or "8265"
+    port = env.get("RAY_DASHBOARD_PORT") or str(RAY_DASHBOARD_PORT)
     base = f"http://{head}:{port}"
     try:
         import urllib.request
@@ -645,7 +647,7 @@ def write_record(dest: Path, meta: dict[str, str]) -> int:
     }
     (dest / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     print(f"recorded {len(pkgs)} packages in {dest / RECORD_FILE} and {dest / FREEZE_FILE}")
-    return 0
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -694,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad options and 0 on --help
-        return int(exc.code) if isinstance(exc.code, int) else 2
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     env = dict(os.environ)
     try:
         simulated = simulated_from_env(env)
@@ -710,10 +712,10 @@ def main(argv: list[str] | None = None) -> int:
             return write_record(Path(args.record), meta)
     except UsageError as exc:
         print(f"verl-recipe doctor: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     checks = run_checks(args, env, simulated)
     failed = [c for c in checks if c.status == "fail"]
-    code = 1 if failed else 0
+    code = EXIT_FAILED if failed else EXIT_OK
     if args.json:
         doc = {"ok": not failed, "exit_code": code, "simulated": simulated, "checks": [asdict(c) for c in checks]}
         print(json.dumps(doc, indent=2))

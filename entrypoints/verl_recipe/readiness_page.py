@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
+
 SEVERITY = {"ok": 0, "skip": 0, "nodata": 1, "warn": 2, "fail": 3}
 STATUS_WORDS = {
     "fail": ("fail", "failed", "error", "bad", "critical"),
@@ -973,12 +975,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest = write_page(ns.reports, ns.output)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"error: cannot write the page: {exc}; choose a writable --output", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     print(page_line(dest))
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,22 +1,19 @@
-"""Shared helpers for the deploy.yml tests: run ansible-playbook from ansible/ and build inventories."""
+"""Shared helpers for the role and inventory tests: import a role's plugin by path, build inventories.
+Running ansible-playbook and reading its output is simkit.playbook's (shared with the bench)."""
 
 from __future__ import annotations
 
 import copy
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-ANSIBLE_DIR = REPO / "ansible"
+from simkit.paths import ANSIBLE_DIR
+
 SAMPLE = ANSIBLE_DIR / "inventory" / "sample"
-VENV_BIN = Path(sys.executable).parent
 
 
 def load_plugin(relpath: str) -> ModuleType:
@@ -27,23 +24,6 @@ def load_plugin(relpath: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def playbook(
-    inventory: Path,
-    *args: str,
-    playbook_file: str = "deploy.yml",
-    timeout: int = 1800,
-    extra_env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update(extra_env or {})
-    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["ANSIBLE_CONFIG"] = str(ANSIBLE_DIR / "ansible.cfg")
-    env["ANSIBLE_NOCOLOR"] = "1"
-    env["ANSIBLE_FORCE_COLOR"] = "0"
-    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), playbook_file, *args]
-    return subprocess.run(cmd, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def sample_inventory() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -66,26 +46,3 @@ def node_hosts(inv: dict[str, Any]) -> dict[str, Any]:
 
 def clone(value: Any) -> Any:
     return copy.deepcopy(value)
-
-
-def _benchlib() -> ModuleType:
-    """bench/benchlib.py holds the one PLAY RECAP parser (unit-tested in tests/bench); bench/ is not a package,
-    so it is imported the way tests/bench imports it (one module object, whichever test collects first)."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import benchlib
-
-    return benchlib
-
-
-recap = _benchlib().recap
-
-
-def changed_tasks(output: str) -> str:
-    """The TASK headers followed by a `changed:` line, with those lines (for assertion messages)."""
-    out, task = [], ""
-    for line in output.splitlines():
-        if line.startswith("TASK ["):
-            task = line
-        elif line.startswith("changed:"):
-            out += [task, line]
-    return "\n".join(out) or "no changed task in the output"

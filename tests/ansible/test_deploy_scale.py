@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.ansible.helpers import REPO, changed_tasks, recap
-from tests.ansible.simcluster import SimCluster, ensure_tarball
+from simkit.cluster import SimCluster
+from simkit.images import save_sim_image
+from simkit.paths import REPO
+from simkit.playbook import changed_tasks, recap, role_times
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -23,18 +25,13 @@ TIMINGS = REPO / "build" / "ansible-timings.json"
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("ans-scale") / "verl-recipe-sim.tar"
-    ensure_tarball(path)
+    save_sim_image(path)
     yield path
-
-
-def role_times(output: str) -> dict[str, float]:
-    """profile_roles' summary: seconds per role."""
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) -+ ([\d.]+)s$", output, re.M)}
 
 
 @pytest.mark.parametrize("nodes", [1, 16])
 def test_first_run_and_rerun(nodes: int, tarball: Path, tmp_path: Path) -> None:
-    sim = SimCluster(f"ans{os.getpid()}-{nodes}", nodes, tmp_path)  # per process: runs may overlap
+    sim = SimCluster(f"ans{os.getpid()}-{nodes}", nodes, work=tmp_path)  # per process: runs may overlap
     try:
         sim.up()
         extra = sim.prepare_site(tarball)

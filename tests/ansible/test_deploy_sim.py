@@ -7,16 +7,15 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.ansible.helpers import changed_tasks, recap
-from tests.ansible.simcluster import SimCluster, ensure_tarball
-from tests.sim.helpers import SIMCTL
+from simkit.cluster import SimCluster
+from simkit.images import save_sim_image
+from simkit.paths import ANSIBLE_DIR
+from simkit.playbook import changed_tasks, recap
 
 pytestmark = pytest.mark.docker
 
@@ -28,10 +27,10 @@ NAME = f"{os.environ.get('VERL_TEST_SIM_PREFIX', 'ans')}{os.getpid()}"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Path, str]]:
     work = tmp_path_factory.mktemp("ans-sim")
-    sim = SimCluster(NAME, 3, work)
+    sim = SimCluster(NAME, 3, work=work)
     try:
         tarball = work / "verl-recipe-sim.tar"
-        image_id = ensure_tarball(tarball)
+        image_id = save_sim_image(tarball)
         sim.up()
         extra = sim.prepare_site(tarball)
         yield sim, extra, image_id
@@ -45,6 +44,30 @@ def table(output: str) -> str:
 
 def rows(output: str, host: str, check: str) -> list[str]:
     return [line for line in output.splitlines() if re.match(rf"^\s*{host}\s+\|\s+{check}\s+\|", line)]
+
+
+def failing_preflight(
+    sim: SimCluster, extra: Path, faults: dict[str, list[str]], expected: dict[str, dict[str, str]], *args: str
+) -> str:
+    """Switch `faults` on, run deploy.yml ARGS, and check that it failed naming a3-02 and a3-03 (a3-01 healthy)
+    with each expected (host, check) row holding its text. Returns the output; the caller clears the faults."""
+    for host, specs in faults.items():
+        for spec in specs:
+            sim.fault(host, spec)
+    res = sim.deploy(extra, *args)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
+    for host, checks in expected.items():
+        for check, found in checks.items():
+            hit = rows(out, host, check)
+            assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+    assert "healthy hosts: a3-01" in out
+    return out
+
+
+def failed_rows(out: str) -> set[tuple[str, str]]:
+    return set(re.findall(r"^\s*(a3-\d\d)\s+\|\s+(\w+)\s+\|", table(out), re.M))
 
 
 def test_faults_on_several_hosts_reported_in_one_run_and_nothing_changed(
@@ -75,18 +98,8 @@ def test_faults_on_several_hosts_reported_in_one_run_and_nothing_changed(
     }
     before = sim.state()
     try:
-        for host, specs in faults.items():
-            for spec in specs:
-                sim.fault(host, spec)
-        res = sim.deploy(extra)
-        out = res.stdout + res.stderr
-        assert res.returncode != 0
-        assert "PREFLIGHT FAILED" in out and "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
-        for host, checks in expected.items():
-            for check, found in checks.items():
-                hit = rows(out, host, check)
-                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
-        assert "healthy hosts: a3-01" in out
+        out = failing_preflight(sim, extra, faults, expected)
+        assert "PREFLIGHT FAILED" in out
         assert not rows(out, "a3-01", r"\w+")
         assert "PLAY [OS settings" not in out
     finally:
@@ -122,24 +135,11 @@ def test_real_failure_modes_each_trip_their_row(cluster: tuple[SimCluster, Path,
     }
     before = sim.state()
     try:
-        for host, specs in faults.items():
-            for spec in specs:
-                sim.fault(host, spec)
-        res = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
-        out = res.stdout + res.stderr
-        assert res.returncode != 0
-        assert "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
-        for host, checks in expected.items():
-            for check, found in checks.items():
-                hit = rows(out, host, check)
-                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+        out = failing_preflight(sim, extra, faults, expected, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
         failed = {(h, c) for h, checks in expected.items() for c in checks}
-        got = set(re.findall(r"^\s*(a3-\d\d)\s+\|\s+(\w+)\s+\|", table(out), re.M))
+        got = failed_rows(out)
         assert got == failed, f"only the injected faults may fail: {sorted(got ^ failed)}"
-        assert "healthy hosts: a3-01" in out
-        report = json.loads(
-            (sim.inventory.parent.parent.parent / ".cache" / "reports" / f"preflight-{NAME}.json").read_text()
-        )
+        report = json.loads((ANSIBLE_DIR / ".cache" / "reports" / f"preflight-{NAME}.json").read_text())
         row = next(r for r in report["failures"] if r["check"] == "npu_occupancy")
         assert row == {**row, "host": "a3-02", "status": "failed", "ok": False, "dies": [4], "peers": []}
         assert report["device_queries"]["a3-01"]["count"] == 2 + 8 + 16 * 5 + 16
@@ -154,11 +154,9 @@ def test_hccs_mode_preflight_checks_the_vnic_path(cluster: tuple[SimCluster, Pat
     over HCCS: a DOWN vNIC and a lost HCCS route fail, a DOWN RoCE link fails only npu_link, a lost RoCE route
     nothing. The inventory is switched back to roce afterwards."""
     sim, extra, _ = cluster
-    env = dict(os.environ, SIM_NAME=sim.name, SIM_INVENTORY=str(sim.inventory.parent))
 
     def relink(mode: str) -> None:
-        p = subprocess.run([sys.executable, str(SIMCTL), "link", mode], env=env, capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
+        sim.simctl("link", mode)
 
     # rotation 0, 3 hosts: die d of a3-03 pings a3-01 (d even) or a3-02 (d odd), die d
     faults = {"a3-02": ["vnic-down:5", "link-down:7"], "a3-03": ["hccs-loss:a3-01:4", "ping-loss:a3-01"]}
@@ -173,21 +171,11 @@ def test_hccs_mode_preflight_checks_the_vnic_path(cluster: tuple[SimCluster, Pat
         healthy = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
         out = healthy.stdout + healthy.stderr
         assert healthy.returncode == 0 and "preflight OK: 3 hosts x" in out, out[-4000:]
-        for host, specs in faults.items():
-            for spec in specs:
-                sim.fault(host, spec)
-        res = sim.deploy(extra, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
-        out = res.stdout + res.stderr
-        assert res.returncode != 0 and "on 2 of 3 hosts (a3-02, a3-03); nothing was changed." in out, table(out)
-        for host, checks in expected.items():
-            for check, found in checks.items():
-                hit = rows(out, host, check)
-                assert hit and found in hit[0], f"{host} {check}: expected {found!r} in {hit} of:\n{table(out)}"
+        out = failing_preflight(sim, extra, faults, expected, "--tags", "preflight", "-e", "preflight_ping_rotation=0")
         failed = {(h, c) for h, checks in expected.items() for c in checks}
-        got = set(re.findall(r"^\s*(a3-\d\d)\s+\|\s+(\w+)\s+\|", table(out), re.M))
+        got = failed_rows(out)
         # a3-02's own die 5 and a3-03's die 5 (to a3-02's vNIC) lose their pings: explained by a3-02's npu_vnic
         assert got == failed, f"only the injected faults may fail: {sorted(got ^ failed)}"
-        assert "healthy hosts: a3-01" in out
     finally:
         sim.clear()
         relink("roce")
@@ -238,7 +226,7 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
     env = {
         h: dict(
             line.split("=", 1)
-            for line in sim.ssh(h, "cat /opt/verl-recipe/node.env").splitlines()
+            for line in sim.output(h, "cat /opt/verl-recipe/node.env").splitlines()
             if line and not line.startswith("#")
         )
         for h in sim.hosts
@@ -255,25 +243,25 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
         )
         # compose's own convention: `.env` (a link to node.env) names the files, so plain `docker compose` works.
         assert e["COMPOSE_FILE"] == "compose.yaml:compose.sim.yaml" and e["COMPOSE_PATH_SEPARATOR"] == ":"
-        assert sim.ssh(h, "readlink /opt/verl-recipe/.env").strip() == "node.env"
-        services = sim.ssh(h, "cd /opt/verl-recipe && docker compose --profile '*' config --services").split()
+        assert sim.output(h, "readlink /opt/verl-recipe/.env").strip() == "node.env"
+        services = sim.output(h, "cd /opt/verl-recipe && docker compose --profile '*' config --services").split()
         assert {"ray-head", "ray-worker", "train-397b", "doctor"} <= set(services), services
         assert e["HCCL_SOCKET_IFNAME"] == e["GLOO_SOCKET_IFNAME"] == e["TP_SOCKET_IFNAME"] == e["CLUSTER_NIC"]
         assert e["TRAIN_FILES"].endswith("/train.parquet") and e["CKPT_DIR"] == "/mnt/shared/checkpoints"
         # the same image everywhere, the staging copy gone
-        got = sim.ssh(h, "docker image inspect --format '{{.Id}}' verl-recipe:sim").strip()
+        got = sim.output(h, "docker image inspect --format '{{.Id}}' verl-recipe:sim").strip()
         assert got == image_id
-        assert sim.ssh(h, "test -e /var/tmp/verl-recipe-image && echo left || echo gone").strip() == "gone"
+        assert sim.output(h, "test -e /var/tmp/verl-recipe-image && echo left || echo gone").strip() == "gone"
         # OS settings and the engine
-        assert "memlock" in sim.ssh(h, "cat /etc/security/limits.d/90-verl-recipe.conf")
-        assert "net.ipv4.ip_local_reserved_ports=60000-60050" in sim.ssh(h, "cat /etc/sysctl.d/90-verl-recipe.conf")
-        daemon = json.loads(sim.ssh(h, "cat /etc/docker/daemon.json"))
+        assert "memlock" in sim.output(h, "cat /etc/security/limits.d/90-verl-recipe.conf")
+        assert "net.ipv4.ip_local_reserved_ports=60000-60050" in sim.output(h, "cat /etc/sysctl.d/90-verl-recipe.conf")
+        daemon = json.loads(sim.output(h, "cat /etc/docker/daemon.json"))
         assert daemon["log-opts"] == {"max-size": "100m", "max-file": "5"} and daemon["live-restore"] is True
         assert daemon["default-ulimits"]["nofile"]["Hard"] > 1024
         assert daemon["storage-driver"] == "overlay2"  # the host's own settings are kept
         assert "default-runtime" not in daemon  # no Ascend runtime on simulated hosts
         service = "ray-head" if rank == 0 else "ray-worker"
-        ps = sim.ssh(
+        ps = sim.output(
             h,
             "cd /opt/verl-recipe && sudo docker compose -p verl-recipe ps --format '{{.Service}} {{.State}}'",
         )
@@ -284,7 +272,7 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
         "logging_level='ERROR'); print(json.dumps([[n['NodeManagerAddress'], n['Resources'].get('NPU', 0), "
         "n['Resources'].get('CPU', 0)] for n in ray.nodes() if n['Alive']]))"
     )
-    out = sim.ssh(
+    out = sim.output(
         "a3-01",
         f"cd /opt/verl-recipe && sudo docker compose -p verl-recipe exec -T ray-head python3 -c {shlex.quote(probe)}",
     )

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.ansible.helpers import clone, node_hosts, playbook, sample_inventory, write_inventory
+from simkit.playbook import playbook
+from tests.ansible.helpers import clone, node_hosts, sample_inventory, write_inventory
 
 PREFLIGHT_PLAY = "PLAY [Preflight every host at once"
 

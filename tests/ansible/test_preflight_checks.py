@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.ansible.helpers import load_plugin
-from tests.sim.helpers import TOOLS, HostState, simctl, simhost
+from tests.sim.helpers import TOOLS, HostState, simctl, simfaults, simhccn, simhostview
 
 pre = load_plugin("roles/preflight/library/a3_preflight.py")
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
@@ -110,9 +110,9 @@ def run_npu(
     me.set_faults(*faults)
     for k, v in me.env(**extra).items():
         monkeypatch.setenv(k, v)
-    h = simhost.Host(c, "a3-01", [simhost.parse_fault(f) for f in faults])
+    h = simhostview.Host(c, "a3-01", [simfaults.parse_fault(f) for f in faults])
     conf = tmp_path / "hccn.conf"
-    conf.write_text(simhost.hccn_conf(h))
+    conf.write_text(simhccn.hccn_conf(h))
     order = ["a3-01", "a3-02"]
     ips = {x["name"]: list(x["npu_ips"]) for x in c["hosts"]}
     assert link == "roce" or vnic_ips, "hccs mode pings the vNIC addresses the hosts reported"
@@ -276,7 +276,7 @@ def test_die_map_is_read_not_computed() -> None:
 )
 def test_os_allow_list_reads_the_service_pack(release: str, ok: bool) -> None:
     allowed = ["openEuler 22.03 LTS-SP1", "openEuler 22.03 LTS-SP4", "ubuntu 22.04", "hce 2.0", "kylin V10 Halberd"]
-    rel = pre.os_release(simhost.OS_RELEASES[release])
+    rel = pre.os_release(simfaults.OS_RELEASES[release])
     assert pre.os_allowed(rel, allowed) is ok
     kylin = pre.os_release(
         'NAME="Kylin Linux Advanced Server"\nVERSION="V10 (Halberd)"\nID="kylin"\nVERSION_ID="V10"\n'

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from benchlib import (  # noqa: E402
+from bench.benchlib import (
     Figure,
     build_steps,
-    changed_total,
     cpu_ticks,
     faults_named,
     layers_rebuilt,
@@ -21,25 +15,8 @@ from benchlib import (  # noqa: E402
     ping_coverage,
     ratio,
     ready_after,
-    recap,
-    role_times,
     table,
 )
-
-RECAP = """
-TASK [ray_node : Readiness] ****
-ok: [a3-01]
-
-PLAY RECAP *********************************************************************
-a3-01                      : ok=41   changed=0    unreachable=0    failed=0    skipped=12   rescued=0    ignored=0
-a3-02                      : ok=38   changed=2    unreachable=0    failed=0    skipped=12   rescued=0    ignored=0
-localhost                  : ok=9    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
-
-Sunday 29 November 2026  21:00:00 +0000 (0:00:01.234)       0:01:10.000 ****
-===============================================================================
-preflight -------------------------------------------------------------- 20.50s
-image_dist ------------------------------------------------------------- 31.25s
-"""
 
 BUILD = """Sending build context to Docker daemon  1.2MB
 Step 1/6 : ARG RUNTIME_IMAGE
@@ -71,18 +48,6 @@ def test_median_odd_even_and_empty() -> None:
     assert median([4.0, 1.0, 2.0, 3.0]) == 2.5
     with pytest.raises(ValueError):
         median([])
-
-
-def test_recap_counts_per_host_and_changed_total() -> None:
-    counts = recap(RECAP)
-    assert set(counts) == {"a3-01", "a3-02", "localhost"}
-    assert counts["a3-01"]["ok"] == 41 and counts["a3-02"]["changed"] == 2
-    assert changed_total(counts) == 2
-    assert recap("no recap here") == {}
-
-
-def test_role_times_from_profile_roles() -> None:
-    assert role_times(RECAP) == {"preflight": 20.5, "image_dist": 31.25}
 
 
 def test_build_steps_and_layers_rebuilt() -> None:

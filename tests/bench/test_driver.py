@@ -1,5 +1,6 @@
-"""bench/run.py end to end on its one section that needs no cluster, so the driver's own path (arguments, a
-section, the results files, --render) stays working in CI. No thresholds on times: only what was written."""
+"""The bench driver (`python -m bench.run`) end to end on its one section that needs no cluster, so the driver's
+own path (arguments, a section, the results files, --render) stays working in CI. No thresholds on times: only what
+was written."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "bench" / "run.py"
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bench.run ARGS` from the repository root, as `make bench` runs it."""
     return subprocess.run(
-        [sys.executable, str(DRIVER), *args], capture_output=True, text=True, timeout=600, check=False, cwd=REPO
+        [sys.executable, "-m", "bench.run", *args], capture_output=True, text=True, timeout=600, check=False, cwd=REPO
     )
 
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import pytest  # noqa: E402
-from benchlib import named_lost, nodeloss_figures, ray_dead_after, rfc3339_epoch  # noqa: E402
+from bench.benchlib import named_lost, nodeloss_figures, ray_dead_after, rfc3339_epoch
 
 T0 = 1000.0
 HEAD = [

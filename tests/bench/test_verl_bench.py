@@ -4,15 +4,12 @@ with and without the checks."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from benchlib import validate_runs, verl_check_share  # noqa: E402
-from run import validate_loop_script  # noqa: E402
+from bench.benchlib import validate_runs, verl_check_share
+from bench.launch import validate_loop_script
 
 NOTE = "note: verl's own start-up checks ran in {} s (auto_set_device, validate_config)"
 LOOP = "\n".join(

@@ -16,7 +16,8 @@ from typing import Any
 
 from verl_recipe.rehearse import NodeReport
 
-from tests.ansible.helpers import ANSIBLE_DIR, load_plugin
+from simkit.paths import ANSIBLE_DIR
+from tests.ansible.helpers import load_plugin
 
 pre = load_plugin("roles/preflight/library/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from simkit.cluster import SimCluster, deployed_cluster
 from tests.e2e.test_train_rehearsal import COMPOSE, on_host, scale
-from tests.sim.helpers import Cluster, running_cluster, simctl
 
 pytestmark = pytest.mark.docker
 
@@ -27,22 +27,13 @@ DEADLINE_S = 120
 
 
 @pytest.fixture(scope="module")
-def cluster(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "image-sim-tar"], check=True)
+def cluster(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     name = f"{os.environ.get('SIM_TEST_PREFIX', 'pwr')}{os.getpid() % 100000}"
-    with running_cluster(name, 2, tmp_path_factory.mktemp("power")) as c:
-        subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "sim-seed", f"SIM_NAME={name}"], check=True)
-        deploy = subprocess.run(
-            ["make", "--no-print-directory", "-C", str(REPO), "deploy", f"INVENTORY={c.inventory}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-2000:]
+    with deployed_cluster(name, 2, tmp_path_factory.mktemp("power")) as (c, _):
         yield c
 
 
-def both_joined(c: Cluster, within_s: float = 300) -> subprocess.CompletedProcess[str]:
+def both_joined(c: SimCluster, within_s: float = 300) -> subprocess.CompletedProcess[str]:
     """The head's readiness report (what deploy.yml prints) once both nodes are in. Until a rebooted worker is back,
     the head still lists its node of the previous boot as dead and the wait says so at once: ask again."""
     end = time.monotonic() + within_s
@@ -53,13 +44,13 @@ def both_joined(c: Cluster, within_s: float = 300) -> subprocess.CompletedProces
         time.sleep(5)
 
 
-def power_cycle(c: Cluster, host: str) -> None:
+def power_cycle(c: SimCluster, host: str) -> None:
     c.simctl("fault", host, "down")
     assert c.ssh(host, "true").returncode == 255, f"{host} still answers SSH while down"
     c.simctl("fault", host, "clear")
 
 
-def nothing_of_the_run_left(c: Cluster) -> None:
+def nothing_of_the_run_left(c: SimCluster) -> None:
     """No container of the run on the head, and no rehearsal worker left in its Ray node."""
     end = time.monotonic() + 60
     while True:
@@ -72,7 +63,7 @@ def nothing_of_the_run_left(c: Cluster) -> None:
         time.sleep(3)
 
 
-def test_host_down_while_the_head_waits_is_named_before_the_deadline(cluster: Cluster) -> None:
+def test_host_down_while_the_head_waits_is_named_before_the_deadline(cluster: SimCluster) -> None:
     cluster.simctl("fault", "a3-02", "down")
     try:
         t0 = time.monotonic()
@@ -91,12 +82,11 @@ def test_host_down_while_the_head_waits_is_named_before_the_deadline(cluster: Cl
     assert "a3-02" in joined.stdout and "NOT READY" not in joined.stdout, "the rebooted worker rejoined by itself"
 
 
-def test_host_down_during_a_rehearsal_is_named_and_recorded(cluster: Cluster) -> None:
+def test_host_down_during_a_rehearsal_is_named_and_recorded(cluster: SimCluster) -> None:
     assert both_joined(cluster).returncode == 0
     cmd = f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline {DEADLINE_S} --iters 100000 {LAYOUT}"
-    ip = cluster.ip("a3-01")
     proc = subprocess.Popen(
-        [*simctl.ssh_cmd(cluster.inventory, ip), f"cd /opt/verl-recipe && {cmd}"],
+        [*cluster.ssh_argv("a3-01"), f"cd /opt/verl-recipe && {cmd}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -138,7 +128,7 @@ def test_host_down_during_a_rehearsal_is_named_and_recorded(cluster: Cluster) ->
         cluster.simctl("fault", "a3-02", "clear")
 
 
-def test_worker_and_head_come_back_by_themselves_and_a_rehearsal_passes(cluster: Cluster) -> None:
+def test_worker_and_head_come_back_by_themselves_and_a_rehearsal_passes(cluster: SimCluster) -> None:
     power_cycle(cluster, "a3-02")
     joined = both_joined(cluster)
     assert joined.returncode == 0, joined.stdout + joined.stderr[-2000:]
@@ -154,7 +144,7 @@ def test_worker_and_head_come_back_by_themselves_and_a_rehearsal_passes(cluster:
     print(f"head power-cycled: both nodes back in {rejoin_s:.0f} s")
 
 
-def test_an_operator_stop_survives_a_reboot(cluster: Cluster) -> None:
+def test_an_operator_stop_survives_a_reboot(cluster: SimCluster) -> None:
     """unless-stopped: a node the operator stopped stays stopped when its host reboots."""
     stop = on_host(cluster, "a3-02", f"{COMPOSE} stop ray-worker")
     assert stop.returncode == 0, stop.stderr

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from verl_recipe.a3facts import RAY_CLIENT_PORT, RAY_DASHBOARD_PORT, RAY_GCS_PORT, RAY_NODE_PORTS
 
+from simkit.cluster import SimCluster, deployed_cluster
 from tests.e2e.test_train_rehearsal import COMPOSE, on_host, scale
-from tests.sim.helpers import Cluster, running_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "verl-recipe:sim"
@@ -38,7 +39,7 @@ ANONYMOUS_CLIENT = (
 
 @dataclass
 class Deployed:
-    c: Cluster
+    c: SimCluster
     head_ip: str
     token_file: Path
     outputs: list[str]  # every deploy.yml output of this module, searched for the token at the end
@@ -48,23 +49,10 @@ class Deployed:
         return self.token_file.read_text().strip()
 
 
-def deploy(c: Cluster, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["make", "--no-print-directory", "-C", str(REPO), "deploy", f"INVENTORY={c.inventory}", *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "image-sim-tar"], check=True)
     name = f"{os.environ.get('SIM_NAME', 'rayauth')}{os.getpid() % 100000}"
-    with running_cluster(name, 2, tmp_path_factory.mktemp("auth")) as c:
-        subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "sim-seed", f"SIM_NAME={name}"], check=True)
-        res = deploy(c)
-        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    with deployed_cluster(name, 2, tmp_path_factory.mktemp("auth")) as (c, res):
         assert "joined  16   48   ok" in res.stdout
         token_file = c.inventory / ".secrets" / "ray_auth_token"
         yield Deployed(c, c.ip("a3-01"), token_file, [res.stdout + res.stderr], [token_file.read_text().strip()])
@@ -112,7 +100,7 @@ def test_token_is_generated_once_root_only_and_mounted_as_a_file(deployed: Deplo
 @pytest.mark.docker
 def test_client_without_token_is_refused_from_the_control_machine(deployed: Deployed) -> None:
     d = deployed
-    jobs = f"http://{d.head_ip}:8265/api/jobs/"
+    jobs = f"http://{d.head_ip}:{RAY_DASHBOARD_PORT}/api/jobs/"
     submit = json.dumps({"entrypoint": "id"}).encode()
     assert http_status(jobs) == 401
     assert http_status(jobs, method="POST", body=submit) == 401, "nobody submits a job without the token"
@@ -121,7 +109,7 @@ def test_client_without_token_is_refused_from_the_control_machine(deployed: Depl
     # The GCS: Ray's own client, with no token, from this machine's network namespace.
     p = subprocess.run(
         ["docker", "run", "--rm", "--network", "host", "--entrypoint", "python", IMAGE, "-c", ANONYMOUS_CLIENT]
-        + [f"{d.head_ip}:6379"],
+        + [f"{d.head_ip}:{RAY_GCS_PORT}"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -134,7 +122,7 @@ def test_client_without_token_is_refused_from_the_control_machine(deployed: Depl
 @pytest.mark.docker
 def test_client_without_token_is_refused_from_another_host(deployed: Deployed) -> None:
     d = deployed
-    gcs = f"{d.head_ip}:6379"
+    gcs = f"{d.head_ip}:{RAY_GCS_PORT}"
     p = sudo(
         d,
         "a3-02",
@@ -144,7 +132,7 @@ def test_client_without_token_is_refused_from_another_host(deployed: Deployed) -
     assert "InvalidAuthToken" in p.stderr, p.stderr[-2000:]
     job_api = (
         "import urllib.error, urllib.request\n"
-        f"try: print(urllib.request.urlopen('http://{d.head_ip}:8265/api/jobs/', timeout=10).status)\n"
+        f"try: print(urllib.request.urlopen('http://{d.head_ip}:{RAY_DASHBOARD_PORT}/api/jobs/', timeout=10).status)\n"
         "except urllib.error.HTTPError as exc: print(exc.code)\n"
     )
     p = d.c.ssh("a3-02", "python3", "-c", job_api)
@@ -214,15 +202,15 @@ def listening(d: Deployed, host: str) -> list[tuple[str, int, str]]:
 
 # One unauthenticated call per fixed port, from the control machine: a gRPC method or an HTTP path.
 PROBES = {
-    6379: "grpc /ray.rpc.NodeInfoGcsService/GetClusterId",
-    6380: "grpc /ray.rpc.NodeManagerService/GetNodeStats",
-    6381: "grpc /ray.rpc.ObjectManagerService/FreeObjects",
-    6384: "grpc /ray.rpc.ReporterService/HealthCheck",
-    10001: "grpc /ray.rpc.RayletDriver/ClusterInfo",
-    6382: "http /",
-    8265: "http /api/jobs/",
-    52365: "http /api/job_agent/jobs/",
-    6383: "http /metrics",
+    RAY_GCS_PORT: "grpc /ray.rpc.NodeInfoGcsService/GetClusterId",
+    RAY_NODE_PORTS["node-manager-port"]: "grpc /ray.rpc.NodeManagerService/GetNodeStats",
+    RAY_NODE_PORTS["object-manager-port"]: "grpc /ray.rpc.ObjectManagerService/FreeObjects",
+    RAY_NODE_PORTS["dashboard-agent-grpc-port"]: "grpc /ray.rpc.ReporterService/HealthCheck",
+    RAY_CLIENT_PORT: "grpc /ray.rpc.RayletDriver/ClusterInfo",
+    RAY_NODE_PORTS["runtime-env-agent-port"]: "http /",
+    RAY_DASHBOARD_PORT: "http /api/jobs/",
+    RAY_NODE_PORTS["dashboard-agent-listen-port"]: "http /api/job_agent/jobs/",
+    RAY_NODE_PORTS["metrics-export-port"]: "http /metrics",
     44217: "http /metrics",
     44227: "http /metrics",
 }
@@ -311,7 +299,7 @@ def test_rotation_restarts_the_nodes_and_the_old_token_stops_working(deployed: D
         h: sudo(d, h, f"docker inspect -f '{{{{.State.StartedAt}}}}' verl-recipe-{s}-1").stdout.strip()
         for h, s in (("a3-01", "ray-head"), ("a3-02", "ray-worker"))
     }
-    res = deploy(d.c, ROTATE)
+    res = d.c.make_deploy(ROTATE)
     d.outputs.append(res.stdout + res.stderr)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert "joined  16   48   ok" in res.stdout, "the readiness wait passed with the new token"
@@ -324,7 +312,7 @@ def test_rotation_restarts_the_nodes_and_the_old_token_stops_working(deployed: D
         now = sudo(d, host, f"docker inspect -f '{{{{.State.StartedAt}}}}' verl-recipe-{service}-1").stdout.strip()
         assert now and now != before, f"{host}: {service} was not restarted with the new token"
         assert sudo(d, host, f"cat {HOST_TOKEN}").stdout.strip() == new
-    jobs = f"http://{d.head_ip}:8265/api/jobs/"
+    jobs = f"http://{d.head_ip}:{RAY_DASHBOARD_PORT}/api/jobs/"
     assert http_status(jobs, token=old) == 403, "the old token no longer opens the job API"
     assert http_status(jobs, token=new) == 200
     probe = (
@@ -337,7 +325,7 @@ def test_rotation_restarts_the_nodes_and_the_old_token_stops_working(deployed: D
     try:
         p = subprocess.run(  # the tokens stay in files: never on a command line
             ["docker", "run", "--rm", "--network", "host", "-v", f"{d.token_file.parent}:/t:ro"]
-            + ["--entrypoint", "python", IMAGE, "-c", probe, f"{d.head_ip}:6379"]
+            + ["--entrypoint", "python", IMAGE, "-c", probe, f"{d.head_ip}:{RAY_GCS_PORT}"]
             + ["/t/old_token_for_test", "/t/ray_auth_token"],
             capture_output=True,
             text=True,
@@ -348,7 +336,7 @@ def test_rotation_restarts_the_nodes_and_the_old_token_stops_working(deployed: D
         old_file.unlink()
     assert p.stdout.split() == ["refused", "accepted"], p.stdout + p.stderr[-2000:]
     # A second run of the Ray play without the switch keeps the token and restarts nothing.
-    res = deploy(d.c, "ANSIBLE_ARGS=--tags ray")
+    res = d.c.make_deploy("ANSIBLE_ARGS=--tags ray")
     d.outputs.append(res.stdout + res.stderr)
     assert res.returncode == 0 and d.token() == new
     assert re.search(r"a3-01\s+: ok=\d+\s+changed=0 ", res.stdout), res.stdout[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.helpers import Cluster, running_cluster
+from simkit.cluster import SimCluster, deployed_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 # Typed exactly as a user types it in the install folder: deploy.yml's .env names the project, the compose files
@@ -35,31 +35,21 @@ def scale(recipe: str, nodes: int) -> str:
     return out.stdout.strip()
 
 
-def on_host(c: Cluster, host: str, command: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+def on_host(c: SimCluster, host: str, command: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     """A shell command in /opt/verl-recipe on a simulated host, over SSH with host key checking."""
     p = c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}")
     return p
 
 
 @pytest.fixture(scope="module")
-def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "image-sim-tar"], check=True)
-    name = f"e2e{os.getpid() % 100000}"
-    with running_cluster(name, 3, tmp_path_factory.mktemp("e2e")) as c:
-        subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "sim-seed", f"SIM_NAME={name}"], check=True)
-        deploy = subprocess.run(
-            ["make", "--no-print-directory", "-C", str(REPO), "deploy", f"INVENTORY={c.inventory}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-2000:]
+def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
+    with deployed_cluster(f"e2e{os.getpid() % 100000}", 3, tmp_path_factory.mktemp("e2e")) as (c, deploy):
         assert "a3-03  172.30" in deploy.stdout and "joined  16   48   ok" in deploy.stdout
         yield c
 
 
 @pytest.mark.docker
-def test_compose_run_rehearsal_on_three_hosts(deployed: Cluster) -> None:
+def test_compose_run_rehearsal_on_three_hosts(deployed: SimCluster) -> None:
     p = on_host(deployed, "a3-01", f"docker compose run train-397b --rehearse {scale('qwen3.5-397b', 3)}")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     listing = "docker compose ps -a --format '{{.Service}} {{.State}}'"
@@ -80,7 +70,7 @@ def test_compose_run_rehearsal_on_three_hosts(deployed: Cluster) -> None:
 
 
 @pytest.mark.docker
-def test_real_launch_from_the_control_node_ends_where_the_simulation_ends(deployed: Cluster) -> None:
+def test_real_launch_from_the_control_node_ends_where_the_simulation_ends(deployed: SimCluster) -> None:
     p = subprocess.run(
         ["make", "--no-print-directory", "-C", str(REPO), "train", "RECIPE=qwen3.5-397b",
          f"INVENTORY={deployed.inventory}", f"ARGS={scale('qwen3.5-397b', 3)}"],
@@ -95,7 +85,7 @@ def test_real_launch_from_the_control_node_ends_where_the_simulation_ends(deploy
 
 
 @pytest.mark.docker
-def test_unprepared_host_names_what_is_missing_and_the_fix(deployed: Cluster) -> None:
+def test_unprepared_host_names_what_is_missing_and_the_fix(deployed: SimCluster) -> None:
     # A folder deploy.yml did not prepare: the compose file alone, no .env/node.env (the deploy user may not touch
     # the real install folder, which is root's).
     p = on_host(
@@ -106,14 +96,14 @@ def test_unprepared_host_names_what_is_missing_and_the_fix(deployed: Cluster) ->
 
 
 @pytest.mark.docker
-def test_bad_layout_is_refused_before_the_cluster_is_touched(deployed: Cluster) -> None:
+def test_bad_layout_is_refused_before_the_cluster_is_touched(deployed: SimCluster) -> None:
     p = on_host(deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse --set TP=3")
     assert p.returncode == 2
     assert "error: TP=3" in p.stderr and "nothing was started" in p.stderr
 
 
 @pytest.mark.docker
-def test_stopped_worker_is_named_before_the_deadline(deployed: Cluster) -> None:
+def test_stopped_worker_is_named_before_the_deadline(deployed: SimCluster) -> None:
     stop = on_host(deployed, "a3-02", f"{COMPOSE} stop ray-worker")
     assert stop.returncode == 0, stop.stderr
     try:
@@ -130,7 +120,7 @@ def test_stopped_worker_is_named_before_the_deadline(deployed: Cluster) -> None:
 
 
 @pytest.mark.docker
-def test_host_with_fewer_dies_is_refused(deployed: Cluster) -> None:
+def test_host_with_fewer_dies_is_refused(deployed: SimCluster) -> None:
     deployed.simctl("fault", "a3-03", "dies:15")
     try:
         restart = on_host(deployed, "a3-03", f"{COMPOSE} up -d --force-recreate ray-worker")
@@ -148,7 +138,7 @@ def test_host_with_fewer_dies_is_refused(deployed: Cluster) -> None:
 
 @pytest.mark.docker
 @pytest.mark.parametrize("host", ["a3-03", "a3-01"])
-def test_a_firewall_that_drops_ephemeral_ports_is_named(deployed: Cluster, host: str) -> None:
+def test_a_firewall_that_drops_ephemeral_ports_is_named(deployed: SimCluster, host: str) -> None:
     # The simulated `firewall` fault: real iptables rules in the host's network namespace that drop new TCP from the
     # cluster except on a fixed port list, as a port-list firewalld/ufw setup does; the head (a3-01) and a worker.
     deployed.simctl("fault", host, "firewall")
@@ -172,7 +162,7 @@ def test_a_firewall_that_drops_ephemeral_ports_is_named(deployed: Cluster, host:
 
 
 @pytest.mark.docker
-def test_nothing_left_running_after_the_runs(deployed: Cluster) -> None:
+def test_nothing_left_running_after_the_runs(deployed: SimCluster) -> None:
     for host in ("a3-01", "a3-02", "a3-03"):
         p = on_host(deployed, host, "docker ps --filter name=verl-recipe-train --format '{{.Names}}'")
         assert p.returncode == 0 and p.stdout.strip() == "", f"{host}: {shlex.quote(p.stdout)}"

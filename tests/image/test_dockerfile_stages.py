@@ -5,6 +5,8 @@ source used, named stages in the documented order."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +15,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_ARGS = {"PIP_INDEX_URL", "ASCEND_INDEX_URL"}
+IMAGETOOL = ROOT / "docker" / "tools" / "imagetool.py"
+# The OCI labels that the build sets for every image (`docker build --label`, from imagetool build-args) and the
+# build argument each one's value is: where and when the image comes from.
+BUILD_LABELS = {
+    "org.opencontainers.image.source": "VCS_SOURCE",
+    "org.opencontainers.image.revision": "VCS_REF",
+    "org.opencontainers.image.created": "IMAGE_CREATED",
+}
+DOCKERFILES = sorted(ROOT.glob("docker/*/Dockerfile"))
 
 
 @dataclass
@@ -105,9 +116,48 @@ def test_sim_runtime_stages() -> None:
     assert all_stages[-1].base == "python"
 
 
-@pytest.mark.parametrize("name", ["sim-runtime", "npu", "recipe"])
-def test_final_stage_sets_the_oci_labels(name: str) -> None:
-    final = stages(ROOT / "docker" / name / "Dockerfile")[-1]
+def build_flags(target: str) -> tuple[dict[str, str], dict[str, str]]:
+    """imagetool build-args TARGET: its build arguments and its labels."""
+    out = subprocess.run(
+        [sys.executable, str(IMAGETOOL), "build-args", target], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    found: dict[str, dict[str, str]] = {"--build-arg": {}, "--label": {}}
+    for line in out.stdout.splitlines():
+        flag, _, kv = line.partition(" ")
+        key, _, value = kv.partition("=")
+        assert flag in found, line
+        found[flag][key] = value
+    return found["--build-arg"], found["--label"]
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_final_stage_sets_its_own_oci_labels(dockerfile: Path) -> None:
+    final = stages(dockerfile)[-1]
     labels = " ".join(line for line in final.lines if line.startswith("LABEL"))
-    for key in ("source", "revision", "created", "version", "title"):
+    for key in ("version", "title"):
         assert f"org.opencontainers.image.{key}=" in labels, key
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_every_build_gets_the_build_labels_and_no_dockerfile_spells_them(dockerfile: Path) -> None:
+    # Each Dockerfile is built from its folder's imagetool target, which labels it from its own build arguments.
+    args, labels = build_flags(dockerfile.parent.name)
+    assert labels == {key: args[name] for key, name in BUILD_LABELS.items()}
+    assert all(labels.values()), labels
+    code = " ".join(line for stage in stages(dockerfile) for line in stage.lines)
+    for key in BUILD_LABELS:
+        assert key not in code, f"{dockerfile.parent.name}: {key} is set by the build (imagetool BUILD_LABELS)"
+
+
+def test_every_docker_build_passes_imagetools_flags() -> None:
+    # mk/image.mk: each `docker build` reads the build-args file it wrote; the simulated host's build script
+    # passes what imagetool prints for it.
+    recipes = re.sub(r"\\\n", " ", (ROOT / "mk" / "image.mk").read_text())
+    builds = [line for line in recipes.splitlines() if line.lstrip().startswith("docker build")]
+    assert len(builds) >= 4, builds
+    for line in builds:
+        assert re.search(r"\$\$\(cat \$\(IMAGE_BUILD_DIR\)/[\w$().-]+\.args\)", line), line
+    script = (ROOT / "docker" / "sim-host" / "build.sh").read_text()
+    assert 'imagetool.py" build-args sim-host' in script
+    assert re.search(r'docker build "\$\{build_flags\[@\]\}"', script)

@@ -74,12 +74,15 @@ def imagetool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def build_args(target: str, *extra: str) -> dict[str, str]:
+    """The `--build-arg` lines; the `--label` lines after them are checked in test_dockerfile_stages.py."""
     out = imagetool("build-args", target, *extra)
     assert out.returncode == 0, out.stderr
     args = {}
     for line in out.stdout.splitlines():
         flag, _, kv = line.partition(" ")
-        assert flag == "--build-arg", line
+        assert flag in ("--build-arg", "--label"), line
+        if flag == "--label":
+            continue
         key, _, value = kv.partition("=")
         args[key] = value
     return args

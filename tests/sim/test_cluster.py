@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.sim.helpers import REPO, SIMCTL, Cluster, leftovers, running_cluster
+from simkit.cluster import SimCluster, leftovers, running_cluster
+from simkit.paths import REPO, SIMCTL
 
 pytestmark = pytest.mark.docker
 
@@ -95,20 +96,20 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     name = f"{os.environ.get('SIM_TEST_PREFIX', 'vrsimt')}{os.getpid()}"  # SIM_TEST_PREFIX: one's own prefix
     with running_cluster(name, 3, tmp_path_factory.mktemp("inventory")) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def baseline(cluster: Cluster) -> dict[str, dict[str, Any]]:
+def baseline(cluster: SimCluster) -> dict[str, dict[str, Any]]:
     b = cluster.probe_all(PROBE)
     assert all(b[h]["reachable"] for h in HOSTS)
     return b
 
 
-def test_inventory_follows_the_contract(cluster: Cluster) -> None:
+def test_inventory_follows_the_contract(cluster: SimCluster) -> None:
     inv = yaml.safe_load((cluster.inventory / "hosts.yml").read_text())
     nodes = inv["all"]["children"]["a3_nodes"]
     assert list(inv["all"]["children"]["ray_head"]["hosts"]) == ["a3-01"]
@@ -133,13 +134,13 @@ def test_inventory_follows_the_contract(cluster: Cluster) -> None:
     assert lint.returncode == 0, lint.stdout
 
 
-def test_ssh_with_host_key_checking(cluster: Cluster) -> None:
+def test_ssh_with_host_key_checking(cluster: SimCluster) -> None:
     for h in HOSTS:
         p = cluster.ssh(h, "hostname")
         assert (p.returncode, p.stdout.strip()) == (0, h), p.stderr
 
 
-def test_wrong_known_hosts_entry_is_refused(cluster: Cluster, tmp_path: Path) -> None:
+def test_wrong_known_hosts_entry_is_refused(cluster: SimCluster, tmp_path: Path) -> None:
     lines = (cluster.inventory / "known_hosts").read_text().splitlines()
     key_of_01 = lines[0].split(" ", 1)[1]
     bad = tmp_path / "known_hosts"
@@ -149,7 +150,7 @@ def test_wrong_known_hosts_entry_is_refused(cluster: Cluster, tmp_path: Path) ->
     assert cluster.ssh("a3-01", "true", known_hosts=bad).returncode == 0
 
 
-def test_host_surface(cluster: Cluster, baseline: dict[str, dict[str, Any]]) -> None:
+def test_host_surface(cluster: SimCluster, baseline: dict[str, dict[str, Any]]) -> None:
     p = cluster.ssh("a3-02", "sh", "-c", "sudo -n true && command -v npu-smi && command -v hccn_tool && ls /mnt/shared")
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [
@@ -172,7 +173,9 @@ def test_host_surface(cluster: Cluster, baseline: dict[str, dict[str, Any]]) -> 
 
 
 @pytest.mark.parametrize("fault", list(EXPECTED))
-def test_fault_changes_exactly_its_surface(cluster: Cluster, baseline: dict[str, dict[str, Any]], fault: str) -> None:
+def test_fault_changes_exactly_its_surface(
+    cluster: SimCluster, baseline: dict[str, dict[str, Any]], fault: str
+) -> None:
     local, seen = EXPECTED[fault]
     cluster.simctl("fault", TARGET, fault)
     try:
@@ -202,7 +205,7 @@ def test_fault_changes_exactly_its_surface(cluster: Cluster, baseline: dict[str,
         (["up", "--nodes", "3"], "already exists"),
     ],
 )
-def test_bad_requests_fail_cleanly(cluster: Cluster, args: list[str], message: str) -> None:
+def test_bad_requests_fail_cleanly(cluster: SimCluster, args: list[str], message: str) -> None:
     before = cluster.simctl("status").stdout
     p = cluster.simctl(*args, check=False)
     assert p.returncode == 1 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
@@ -219,7 +222,7 @@ def test_bad_node_count_creates_nothing(tmp_path: Path) -> None:
     assert leftovers(name) == [] and not (tmp_path / "inv").exists()
 
 
-def test_power_loss_kills_the_engines_containers_and_reboot_restarts_by_policy(cluster: Cluster) -> None:
+def test_power_loss_kills_the_engines_containers_and_reboot_restarts_by_policy(cluster: SimCluster) -> None:
     """`down` is a power loss: the containers of the host's own engine die too (a pause froze only the host's own
     processes), nothing answers at its address; `clear` boots it and the engine restarts by restart policy."""
     from verl_recipe.nodewatch import knock

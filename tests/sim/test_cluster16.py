@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.helpers import Cluster, running_cluster
+from simkit.cluster import SimCluster, running_cluster
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -27,19 +27,19 @@ print(json.dumps({"hostname": open("/etc/hostname").read().strip(), **got}))
 
 
 @pytest.fixture(scope="module")
-def cluster16(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster16(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     with running_cluster(f"vrsim16t{os.getpid()}", 16, tmp_path_factory.mktemp("inventory")) as c:
         yield c
 
 
-def test_sixteen_hosts_full_npu_mesh(cluster16: Cluster) -> None:
+def test_sixteen_hosts_full_npu_mesh(cluster16: SimCluster) -> None:
     names = [f"a3-{i:02d}" for i in range(1, 17)]
     seen = cluster16.probe_all(MESH)
     for h in names:
         assert seen[h] == {"hostname": h, **{p: 3 for p in names if p != h}}
 
 
-def test_link_down_on_one_host_is_seen_by_all_peers(cluster16: Cluster, tmp_path: Path) -> None:
+def test_link_down_on_one_host_is_seen_by_all_peers(cluster16: SimCluster, tmp_path: Path) -> None:
     cluster16.simctl("fault", "a3-16", "link-down:0")
     try:
         seen = cluster16.probe_all(MESH)

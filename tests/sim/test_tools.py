@@ -13,7 +13,18 @@ from typing import Any
 
 import pytest
 
-from tests.sim.helpers import FIXTURES, TOOLS, HostState, simctl, simhost
+from tests.sim.helpers import (
+    FIXTURES,
+    TOOLS,
+    HostState,
+    simctl,
+    simfaults,
+    simhccn,
+    simhostview,
+    simnpusmi,
+    simservices,
+    simstate,
+)
 
 
 def cluster(nodes: int = 2, hdk_min: str = "26.0.RC1", base_ip: str = "127.0.0.0/24") -> dict[str, Any]:
@@ -35,7 +46,7 @@ def test_npu_smi_info_is_the_verbatim_a3_sample(tmp_path: Path) -> None:
 
 def test_npu_smi_info_warns_when_driver_install_is_incomplete(tmp_path: Path) -> None:
     h = HostState(tmp_path, cluster(), "a3-01", complete_install=False)
-    assert h.out("npu-smi", "info").splitlines()[-1] == simhost.INSTALL_WARNING
+    assert h.out("npu-smi", "info").splitlines()[-1] == simnpusmi.INSTALL_WARNING
 
 
 def test_npu_smi_info_header_carries_the_driver_version(host: HostState) -> None:
@@ -158,23 +169,25 @@ def test_hccn_faults_hit_only_their_die(
 def test_hccn_conf(host: HostState) -> None:
     conf = host.out("hccn_tool", "-i", "0", "-ip", "-g")
     assert conf.startswith("ipaddr:198.18.0.11")
-    text = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", []))
+    text = simhccn.hccn_conf(simhostview.Host(host.cluster, "a3-01", []))
     keys = dict(line.split("=", 1) for line in text.splitlines())
     assert [keys[f"address_{d}"] for d in range(16)] == host.cluster["hosts"][0]["npu_ips"]
     # the two dies of a module hold static ARP entries for each other (a3-tools T10)
     assert keys["arp_0"].startswith("-i eth0 -s 198.18.1.11 ") and keys["arp_1"].startswith("-i eth1 -s 198.18.0.11 ")
-    missing = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", [simhost.Fault("ip-missing", "2")]))
+    missing = simhccn.hccn_conf(simhostview.Host(host.cluster, "a3-01", [simfaults.Fault("ip-missing", "2")]))
     assert "address_2=" not in missing and "netmask_2=" not in missing and "address_3=" in missing
 
 
 def test_versions(host: HostState) -> None:
-    h = simhost.Host(host.cluster, "a3-01", [])
-    assert "Version=26.0.rc1\n" in simhost.driver_version_info(h)
-    old = simhost.Host(host.cluster, "a3-01", [simhost.Fault("driver-old"), simhost.Fault("firmware-old", "25.3.rc1")])
-    assert "Version=25.5.0\n" in simhost.driver_version_info(old)
-    assert "package_version=25.3.rc1\n" in simhost.firmware_version_info(old)
-    assert simhost.version_below("25.5.0", "26.0.RC1") and simhost.version_below("26.0.rc1", "26.0.0")
-    assert not simhost.version_below("26.0.rc1", "26.0.RC1")
+    h = simhostview.Host(host.cluster, "a3-01", [])
+    assert "Version=26.0.rc1\n" in simservices.driver_version_info(h)
+    old = simhostview.Host(
+        host.cluster, "a3-01", [simfaults.Fault("driver-old"), simfaults.Fault("firmware-old", "25.3.rc1")]
+    )
+    assert "Version=25.5.0\n" in simservices.driver_version_info(old)
+    assert "package_version=25.3.rc1\n" in simservices.firmware_version_info(old)
+    assert simfaults.version_below("25.5.0", "26.0.RC1") and simfaults.version_below("26.0.rc1", "26.0.0")
+    assert not simfaults.version_below("26.0.rc1", "26.0.RC1")
 
 
 @pytest.mark.parametrize(
@@ -194,8 +207,8 @@ def test_versions(host: HostState) -> None:
 )
 def test_bad_faults_are_refused(host: HostState, spec: str, message: str) -> None:
     c = dict(host.cluster, native_arch="x86_64")
-    with pytest.raises(simhost.SimError, match=message):
-        simhost.parse_fault(spec, c, "a3-01")
+    with pytest.raises(simstate.SimError, match=message):
+        simfaults.parse_fault(spec, c, "a3-01")
 
 
 def test_fault_add_replaces_single_valued_faults(host: HostState) -> None:
@@ -316,8 +329,8 @@ def test_tls_gateway_and_drift_faults(host: HostState) -> None:
     assert host.out("hccn_tool", "-i", "3", "-gateway", "-g") == "default gateway:198.18.0.1, Iface:eth3\n"
     # the device keeps its address; only the file names an old one
     assert host.out("hccn_tool", "-i", "5", "-ip", "-g") == "ipaddr:198.18.5.11\nnetmask:255.255.0.0\n"
-    faults = [simhost.parse_fault(f) for f in ("tls-on", "gateway-wrong:4", "hccn-drift:5")]
-    text = simhost.hccn_conf(simhost.Host(host.cluster, "a3-01", faults))
+    faults = [simfaults.parse_fault(f) for f in ("tls-on", "gateway-wrong:4", "hccn-drift:5")]
+    text = simhccn.hccn_conf(simhostview.Host(host.cluster, "a3-01", faults))
     conf = dict(line.split("=", 1) for line in text.splitlines())
     assert conf["address_5"] == "198.18.5.112" and conf["address_4"] == "198.18.4.11"
     assert conf["tls_enable_0"] == "1" and conf["gateway_4"] == "10.255.255.1"
@@ -329,8 +342,8 @@ def test_upgrade_without_reboot_keeps_the_old_versions_running(host: HostState) 
     assert "\tSoftware Version               : 25.5.0" in board.splitlines()
     assert "\tFirmware Version               : 7.7.0.5.220" in board.splitlines()
     # the packages on disk are the new ones
-    h = simhost.Host(host.cluster, "a3-01", [simhost.Fault("not-rebooted")])
-    assert "Version=26.0.rc1\n" in simhost.driver_version_info(h)
+    h = simhostview.Host(host.cluster, "a3-01", [simfaults.Fault("not-rebooted")])
+    assert "Version=26.0.rc1\n" in simservices.driver_version_info(h)
 
 
 def test_concurrent_npu_smi_is_refused(host: HostState) -> None:
@@ -354,8 +367,23 @@ def test_concurrent_npu_smi_is_refused(host: HostState) -> None:
     ],
 )
 def test_bad_new_faults_are_refused(host: HostState, spec: str, message: str) -> None:
-    with pytest.raises(simhost.SimError, match=message):
-        simhost.parse_fault(spec, host.cluster, "a3-01")
+    with pytest.raises(simstate.SimError, match=message):
+        simfaults.parse_fault(spec, host.cluster, "a3-01")
+
+
+def test_firewall_opens_ssh_ray_hccl_and_the_fanout_only() -> None:
+    # the `firewall` fault's port list, built from a3facts' Ray ports; iptables multiport takes at most 15 entries
+    entries = simservices.FIREWALL_OPEN_TCP.split(",")
+    assert len(entries) <= 15
+    ranges = [[int(p) for p in e.split(":")] for e in entries]
+
+    def is_open(port: int) -> bool:
+        return any(r[0] <= port <= r[-1] for r in ranges)
+
+    facts = simstate.a3facts
+    ray = [facts.RAY_GCS_PORT, facts.RAY_DASHBOARD_PORT, facts.RAY_CLIENT_PORT, *facts.RAY_NODE_PORTS.values()]
+    assert all(is_open(p) for p in [22, 18080, 15000, 60000, 60050, *ray])
+    assert not any(is_open(p) for p in (21, 6378, 6385, 8264, 10000, 20000, 52364, 59999, 60051))
 
 
 def test_ping_loss_to_one_peer_die(npu_net: tuple[HostState, HostState, dict[str, str]]) -> None:
@@ -422,8 +450,8 @@ def test_each_path_fails_on_its_own(
     ],
 )
 def test_bad_hccs_faults_are_refused(host: HostState, spec: str, message: str) -> None:
-    with pytest.raises(simhost.SimError, match=message):
-        simhost.parse_fault(spec, host.cluster, "a3-01")
+    with pytest.raises(simstate.SimError, match=message):
+        simfaults.parse_fault(spec, host.cluster, "a3-01")
 
 
 def reported_vnics(state: HostState, dies: int = 16) -> tuple[str, list[str]]:

@@ -12,9 +12,6 @@ from pathlib import Path
 PACKAGE = "verl_recipe"
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "entrypoints" / PACKAGE
 
-# Modules whose exit codes are still literals; their owners convert them to exitcodes.EXIT_* (then drop them here).
-LITERAL_EXIT_CODES_LEFT = {"doctor.py", "readiness_page.py"}
-
 
 def module_names(root: Path, package: str) -> dict[str, Path]:
     """Dotted module name -> file, for every .py under the package folder (a package is its __init__.py)."""
@@ -195,7 +192,7 @@ def test_exit_codes_are_named_not_literal() -> None:
     """A function returning an int returns no literal besides 0 (also a count); exit() gets no literal at all."""
     wrong = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        if path.name == "exitcodes.py" or path.name in LITERAL_EXIT_CODES_LEFT:
+        if path.name == "exitcodes.py":
             continue
         tree = ast.parse(path.read_text())
         for fn in ast.walk(tree):

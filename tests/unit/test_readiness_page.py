@@ -16,7 +16,7 @@ from verl_recipe import readiness_page as rp
 from verl_recipe.cli import main as cli_main
 from verl_recipe.rehearse import NodeReport, write_report
 
-from tests.ansible.helpers import ANSIBLE_DIR
+from simkit.paths import ANSIBLE_DIR
 from tests.browser.reports import FAULTY_16, hosts, preflight_report, rehearsal_report, write
 
 REPO = Path(__file__).resolve().parents[2]

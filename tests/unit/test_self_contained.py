@@ -65,7 +65,7 @@ def test_no_tracked_file_refers_outside_the_repository() -> None:
     [
         ("docs/x.md", "formats of `../shared/facts/ascend-a3-hosts.md`"),
         ("entrypoints/verl_recipe/models.py", "Values from shared/facts/qwen.md section 1.1"),
-        ("docker/sim-host/tools/simhost.py", "# Bus-Ids of the sample (facts 2.1)"),
+        ("docker/sim-host/tools/simnpusmi.py", "# Bus-Ids of the sample (facts 2.1)"),
         ("tests/conformance/test_x.py", 'FACTS = Path(__file__).resolve().parents[3] / "shared"'),
         ("Makefile", "include ../other/mk/common.mk"),
         ("docs/image.md", "see ../../notes/build.md"),

@@ -6,6 +6,7 @@ them are returned together so a site fixes its inventory in one pass.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -13,6 +14,24 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
+
+
+def _load_a3facts() -> Any:
+    """ansible/module_utils/a3facts.py (the A3 facts: a copy of verl_recipe.a3facts), loaded by its path: Ansible puts
+    module_utils on the import path of the modules it ships to hosts, not of the plugins that run on the controller
+    (`from ansible.module_utils.a3facts import ...` fails here)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "module_utils", "a3facts.py")
+    spec = importlib.util.spec_from_file_location("a3facts", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_a3facts = _load_a3facts()
+# The defaults of site_ray_port and site_dashboard_port (Ray's GCS and dashboard ports).
+RAY_GCS_PORT: int = _a3facts.RAY_GCS_PORT
+RAY_DASHBOARD_PORT: int = _a3facts.RAY_DASHBOARD_PORT
 
 HOST_KEYS = (
     "ansible_host",
@@ -128,7 +147,10 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
         else:
             ports.append(port)
     if len(ports) == 2 and ports[0] == ports[1]:
-        errors.append(f"inventory: site_ray_port and site_dashboard_port are both {ports[0]} (fix: 6379 and 8265)")
+        errors.append(
+            f"inventory: site_ray_port and site_dashboard_port are both {ports[0]} "
+            f"(fix: {RAY_GCS_PORT} and {RAY_DASHBOARD_PORT})"
+        )
 
     link = site.get("site_inter_server_link", "roce")
     if link not in LINK_MODES:
