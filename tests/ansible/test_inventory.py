@@ -81,7 +81,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any], dict[str, Any]], None], str]] =
     ),
     ("string-bool", _string_bool, "inventory: site_simulated='false' is not a boolean"),
     ("missing-var", _missing_var, "inventory: site_shared_root is not set"),
-    ("head-rank", _head_not_rank0, "inventory: a3-01: the ray_head host has a3_node_rank=1 (fix: give it rank 0)"),
+    ("head-rank", _head_not_rank0, "inventory: a3-01: the ray_head host has a3_node_rank=1; fix: give it rank 0"),
     ("no-tarball", _no_tarball, "control node: site_image_tarball=/nonexistent/verl-recipe.tar does not exist"),
     (
         "model-outside",
@@ -106,6 +106,7 @@ def test_bad_inventory_one_line_and_no_host_contacted(
     assert res.returncode != 0
     matching = [x for x in out.splitlines() if x.startswith(line)]
     assert matching, f"no line starting with {line!r} in:\n{out}"
+    assert "; fix: " in matching[0] and "(fix:" not in matching[0], matching[0]  # the launch validator's shape
     assert PREFLIGHT_PLAY not in out  # validation stops the run before any host is contacted
 
 

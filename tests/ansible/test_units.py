@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -204,6 +205,124 @@ def test_inter_server_link_setting() -> None:
     hosts["h0"]["a3_vnic_ips"] = [f"192.169.{d}.1" for d in range(16)]
     errors = val.check_vnic(list(hosts), hosts, 16)
     assert errors == [
-        "inventory: h1: a3_vnic_ips=<unset> must list 16 vNIC addresses when site_inter_server_link is hccs "
-        "(fix: `hccn_tool -i <die> -vnic -g` on that host)"
+        "inventory: h1: a3_vnic_ips=<unset> must list 16 vNIC addresses when site_inter_server_link is hccs; "
+        "fix: `hccn_tool -i <die> -vnic -g` on that host"
     ]
+
+
+PROBLEM_LINE = re.compile(r"^(inventory|control node)(: [\w.-]+)?: .+; fix: .+$")
+
+
+def _every_inventory_problem(tmp_path: Any) -> list[str]:
+    """The plugin's checks on a site, control node and hosts broken in every way they can report."""
+    good_control = {"ansible_version": "2.19.0", "ansible_min": "2.19", "ansible_max": "2.20", "required_files": []}
+    bad_control = {
+        "ansible_version": "2.17.4",
+        "ansible_min": "2.19",
+        "ansible_max": "2.20",
+        "required_files": [str(tmp_path / "compose.yaml")],
+    }
+    broken_site = {
+        "site_simulated": "false",
+        "site_expected_dies": 0,
+        "site_hdk_min": "latest",
+        # site_shared_root unset
+        "site_model_path": "models/Qwen3.5",
+        "site_data_path": "/mnt/shared/data",
+        "site_ckpt_root": "/mnt/shared/ckpt",
+        "site_image_ref": "Verl Recipe",
+        "site_image_source": "tarball",
+        "site_image_tarball": str(tmp_path / "missing.tar"),
+        "site_ray_port": 70000,
+        "site_dashboard_port": "dashboard",
+        "site_install_dir": "/opt/verl-recipe",
+        "site_inter_server_link": "infiniband",
+    }
+    other_site = {
+        **broken_site,
+        "site_simulated": True,
+        "site_expected_dies": 16,
+        "site_hdk_min": "26.0.RC1",
+        "site_shared_root": "/mnt/shared",
+        "site_model_path": "/mnt/shared/models/Qwen3.5",
+        "site_data_path": "/data/geo3k",
+        "site_image_ref": "verl-recipe:npu",
+        "site_image_source": "ftp",
+        "site_ray_port": 6379,
+        "site_dashboard_port": 6379,
+        "site_inter_server_link": "hccs",
+    }
+    errors = val.check_site(broken_site, bad_control) + val.check_site(other_site, good_control)
+
+    hosts = _hosts(4)
+    hosts["h1"]["ansible_host"] = hosts["h0"]["ansible_host"]  # duplicate SSH address
+    hosts["h1"]["a3_node_rank"] = "one"
+    hosts["h2"]["a3_node_rank"] = 9
+    hosts["h3"]["a3_node_rank"] = 0  # duplicate of h0
+    hosts["h1"]["a3_cluster_ip"] = "10.0.0.300"
+    hosts["h2"]["a3_cluster_ip"] = hosts["h0"]["a3_cluster_ip"]
+    hosts["h2"]["a3_cluster_nic"] = "not a nic name"
+    hosts["h1"]["a3_npu_ips"] = "192.168.0.2"
+    hosts["h2"]["a3_npu_ips"] = hosts["h2"]["a3_npu_ips"][:15]
+    hosts["h3"]["a3_npu_ips"][4] = "192.168.4"
+    hosts["h3"]["a3_npu_ips"][5] = hosts["h0"]["a3_npu_ips"][5]
+    errors += val.check_hosts(list(hosts), ["h0", "h2", "h9"], hosts, 16)  # h2 has rank 9, h9 is not a node
+    errors += val.check_hosts(["h1"], ["h1"], {"h1": {"a3_node_rank": 0, "a3_npu_ips": None}}, "16")
+    errors += val.check_hosts([], [], {}, 16)
+
+    vnic = _hosts(2)
+    vnic["h0"]["a3_vnic_ips"] = [f"192.169.{d}.1" for d in range(15)] + ["fe80::1"]
+    errors += val.check_vnic(list(vnic), vnic, 16)  # h1 lists none
+    return errors
+
+
+def test_every_inventory_problem_has_the_validator_shape(tmp_path: Any) -> None:
+    errors = _every_inventory_problem(tmp_path)
+    kinds = [
+        "inventory: site_shared_root is not set; fix: set it in group_vars/all",
+        "inventory: site_simulated='false' is not a boolean; fix: ",
+        "inventory: site_expected_dies=0 is not a positive integer; fix: 16 on A3",
+        "inventory: site_hdk_min='latest' is not an HDK version like 26.0.RC1; fix: host.hdk_min of docker/versions",
+        "inventory: site_model_path='models/Qwen3.5' is not an absolute path; fix: start it with /",
+        "inventory: site_data_path=/data/geo3k is not under site_shared_root=/mnt/shared; fix: keep it on shared",
+        "inventory: site_image_ref='Verl Recipe' is not an image reference; fix: name:tag",
+        "inventory: site_image_source='ftp' must be registry or tarball; fix: registry (",
+        "control node: site_image_tarball=",
+        "inventory: site_ray_port=70000 is not a TCP port number; fix: a port number 1-65535, default 6379",
+        "inventory: site_dashboard_port='dashboard' is not a TCP port number; fix: a port number 1-65535, default 8265",
+        "inventory: site_ray_port and site_dashboard_port are both 6379; fix: give them different ports, by default "
+        "6379 and 8265",
+        "inventory: site_inter_server_link='infiniband' must be roce or hccs; fix: roce unless",
+        "control node: ansible-core 2.17.4 is outside [2.19, 2.20); fix: `make venv`",
+        "compose.yaml is missing; fix: check out the whole repository",
+        "inventory: group ray_head must hold exactly one host, found 3 (h0, h2, h9); fix: list only",
+        "inventory: h9: the ray_head host is not in a3_nodes; fix: list it under a3_nodes too",
+        "inventory: h1: duplicate address 10.0.0.1:22, already used by h0; fix: give each host its own ansible_host",
+        "inventory: h1: a3_node_rank='one' is not an integer; fix: an integer 0..3",
+        "inventory: h2: a3_node_rank=9 is outside 0..3; fix: number the 4 hosts of a3_nodes 0..3",
+        "inventory: h3: duplicate a3_node_rank 0, already used by h0; fix: give each host its own a3_node_rank",
+        "inventory: h2: the ray_head host has a3_node_rank=9; fix: give it rank 0",
+        "inventory: h1: a3_cluster_ip='10.0.0.300' is not an IPv4 address; fix: the host's IPv4 address on the cluster",
+        "inventory: h2: duplicate address a3_cluster_ip=10.0.0.1, already used by h0; fix: give each host its own "
+        "address on the cluster network",
+        "inventory: h2: a3_cluster_nic='not a nic name' is not an interface name; fix: ",
+        "inventory: h1: a3_npu_ips='192.168.0.2' is not a list of 16 NPU addresses; fix: list the 16 address_N values "
+        "of that host's /etc/hccn.conf, address_0..address_15 in order",
+        "inventory: h2: a3_npu_ips has 15 addresses, expected 16 (one per die); fix: list the 16 address_N values of "
+        "that host's /etc/hccn.conf, address_0..address_15 in order",
+        "inventory: h3: a3_npu_ips[4]='192.168.4' is not an IPv4 address; fix: address_4 of that host's /etc/hccn.conf",
+        "inventory: h3: duplicate address a3_npu_ips[5]=192.168.5.1, already used by h0 die 5; fix: address_5 of ",
+        "inventory: h1: a3_npu_ips=None is not a list of 16 NPU addresses; fix: list the address_N values of that "
+        "host's /etc/hccn.conf, one per die, address_0 first",
+        "inventory: h1: a3_cluster_ip=<unset> is not an IPv4 address; fix: ",
+        "inventory: h1: a3_cluster_nic=<unset> is not an interface name; fix: the interface that holds a3_cluster_ip",
+        "inventory: group a3_nodes is empty; fix: list every training host under a3_nodes",
+        "inventory: h0: a3_vnic_ips[15]='fe80::1' is not an IPv4 address; fix: the address `hccn_tool -i 15 -vnic -g`",
+        "inventory: h1: a3_vnic_ips=<unset> must list 16 vNIC addresses when site_inter_server_link is hccs; fix: ",
+    ]
+    missing = [k for k in kinds if not any(k in e for e in errors)]
+    assert not missing, "\n".join(["not reported:", *missing, "reported:", *errors])
+    for line in errors:
+        assert PROBLEM_LINE.match(line), line
+        assert "(fix:" not in line and line.count("; fix: ") == 1, line
+    assert len(errors) == len(kinds)  # each kind once: the broken inputs trip nothing else

@@ -1,7 +1,8 @@
 """Check the inventory and the control node before any host is contacted.
 
-Runs on the controller only. Every problem becomes one line naming the host or variable and the fix; all of
-them are returned together so a site fixes its inventory in one pass.
+Runs on the controller only. Every problem becomes one line in the launch validator's shape
+(verl_recipe.checks.problem.Problem.message), `SUBJECT: WHAT; fix: FIX`, where SUBJECT is `inventory`,
+`inventory: HOST` or `control node`; all of them are returned together so a site fixes its inventory in one pass.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ _a3facts = _load_a3facts()
 # The defaults of site_ray_port and site_dashboard_port (Ray's GCS and dashboard ports).
 RAY_GCS_PORT: int = _a3facts.RAY_GCS_PORT
 RAY_DASHBOARD_PORT: int = _a3facts.RAY_DASHBOARD_PORT
+PORT_DEFAULTS = {"site_ray_port": RAY_GCS_PORT, "site_dashboard_port": RAY_DASHBOARD_PORT}
+DIES_PER_NODE: int = _a3facts.DIES_PER_NODE
 
 HOST_KEYS = (
     "ansible_host",
@@ -64,6 +67,18 @@ MISSING = object()
 NIC_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 HDK_RE = re.compile(r"^\d+\.\d+\.(rc\d+|\d+)(\.\d+)*$", re.IGNORECASE)
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
+INVENTORY = "inventory"
+CONTROL = "control node"
+
+
+def problem(subject: str, what: str, fix: str) -> str:
+    """One problem line, shaped like the launch validator's (`SUBJECT: WHAT; fix: FIX`): SUBJECT is `inventory`,
+    `inventory: HOST` or `control node`, FIX names what to change."""
+    return f"{subject}: {what}; fix: {fix}"
+
+
+def _host(name: str) -> str:
+    return f"{INVENTORY}: {name}"
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -84,6 +99,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _hccn_fix(dies: Any) -> str:
+    """The fix of a wrong a3_npu_ips: the host's /etc/hccn.conf holds one address_N per die (a bad
+    site_expected_dies is reported on its own, so the count is left out then)."""
+    if _is_int(dies) and dies > 0:
+        return f"list the {dies} address_N values of that host's /etc/hccn.conf, address_0..address_{dies - 1} in order"
+    return "list the address_N values of that host's /etc/hccn.conf, one per die, address_0 first"
+
+
 def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
     errors: list[str] = []
 
@@ -92,23 +115,36 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
         if value is MISSING or value is None or value == "":
             if key == "site_image_tarball" and site.get("site_image_source") != "tarball":
                 return None
-            errors.append(f"inventory: {key} is not set (fix: set it in group_vars/all, see inventory/sample)")
+            errors.append(problem(INVENTORY, f"{key} is not set", "set it in group_vars/all, see inventory/sample"))
             return None
         return value
 
     values = {k: need(k) for k in SITE_KEYS}
     if values["site_simulated"] is not None and not isinstance(values["site_simulated"], bool):
         errors.append(
-            f"inventory: site_simulated={values['site_simulated']!r} is not a boolean "
-            "(fix: write true or false, unquoted)"
+            problem(
+                INVENTORY,
+                f"site_simulated={values['site_simulated']!r} is not a boolean",
+                "write true or false, unquoted",
+            )
         )
     dies = values["site_expected_dies"]
     if dies is not None and (not _is_int(dies) or dies < 1):
-        errors.append(f"inventory: site_expected_dies={dies!r} is not a positive integer (fix: 16 on A3)")
+        errors.append(
+            problem(
+                INVENTORY,
+                f"site_expected_dies={dies!r} is not a positive integer",
+                f"{DIES_PER_NODE} on A3 (8 modules x 2 dies)",
+            )
+        )
     hdk = values["site_hdk_min"]
     if hdk is not None and not (isinstance(hdk, str) and HDK_RE.match(hdk)):
         errors.append(
-            f"inventory: site_hdk_min={hdk!r} is not an HDK version like 26.0.RC1 (fix: docker/versions.yaml)"
+            problem(
+                INVENTORY,
+                f"site_hdk_min={hdk!r} is not an HDK version like 26.0.RC1",
+                "host.hdk_min of docker/versions.yaml, as inventory/sample reads it",
+            )
         )
     root = values["site_shared_root"]
     for key in ("site_shared_root", "site_model_path", "site_data_path", "site_ckpt_root", "site_install_dir"):
@@ -116,26 +152,43 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
         if path is None:
             continue
         if not isinstance(path, str) or not os.path.isabs(path):
-            errors.append(f"inventory: {key}={path!r} is not an absolute path (fix: start it with /)")
+            errors.append(problem(INVENTORY, f"{key}={path!r} is not an absolute path", "start it with /"))
         elif (
             key in ("site_model_path", "site_data_path", "site_ckpt_root")
             and isinstance(root, str)
             and os.path.commonpath([os.path.normpath(path), os.path.normpath(root)]) != os.path.normpath(root)
         ):
             errors.append(
-                f"inventory: {key}={path} is not under site_shared_root={root} (fix: keep it on shared storage)"
+                problem(
+                    INVENTORY,
+                    f"{key}={path} is not under site_shared_root={root}",
+                    f"keep it on shared storage: a path under {root}",
+                )
             )
     ref = values["site_image_ref"]
     if ref is not None and not (isinstance(ref, str) and IMAGE_RE.match(ref)):
-        errors.append(f"inventory: site_image_ref={ref!r} is not an image reference (fix: name:tag or name@sha256:...)")
+        errors.append(
+            problem(INVENTORY, f"site_image_ref={ref!r} is not an image reference", "name:tag or name@sha256:...")
+        )
     source = values["site_image_source"]
     if source is not None and source not in ("registry", "tarball"):
-        errors.append(f"inventory: site_image_source={source!r} must be registry or tarball")
+        errors.append(
+            problem(
+                INVENTORY,
+                f"site_image_source={source!r} must be registry or tarball",
+                "registry (every host pulls site_image_ref) or tarball (site_image_tarball, a `docker save` file "
+                "on the control node)",
+            )
+        )
     if source == "tarball" and values["site_image_tarball"] is not None:
         tarball = values["site_image_tarball"]
         if not os.path.isfile(str(tarball)):
             errors.append(
-                f"control node: site_image_tarball={tarball} does not exist (fix: `docker save {ref} -o {tarball}`)"
+                problem(
+                    CONTROL,
+                    f"site_image_tarball={tarball} does not exist",
+                    f"`docker save {ref or 'IMAGE'} -o {tarball}`",
+                )
             )
     ports = []
     for key in ("site_ray_port", "site_dashboard_port"):
@@ -143,32 +196,47 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
         if port is None:
             continue
         if not _is_int(port) or not 1 <= port <= 65535:
-            errors.append(f"inventory: {key}={port!r} is not a TCP port number")
+            errors.append(
+                problem(
+                    INVENTORY,
+                    f"{key}={port!r} is not a TCP port number",
+                    f"a port number 1-65535, default {PORT_DEFAULTS[key]}",
+                )
+            )
         else:
             ports.append(port)
     if len(ports) == 2 and ports[0] == ports[1]:
         errors.append(
-            f"inventory: site_ray_port and site_dashboard_port are both {ports[0]} "
-            f"(fix: {RAY_GCS_PORT} and {RAY_DASHBOARD_PORT})"
+            problem(
+                INVENTORY,
+                f"site_ray_port and site_dashboard_port are both {ports[0]}",
+                f"give them different ports, by default {RAY_GCS_PORT} and {RAY_DASHBOARD_PORT}",
+            )
         )
 
     link = site.get("site_inter_server_link", "roce")
     if link not in LINK_MODES:
         errors.append(
-            f"inventory: site_inter_server_link={link!r} must be roce or hccs (fix: roce unless the hosts are one "
-            "A3 SuperPoD whose HCCS carries the traffic between servers)"
+            problem(
+                INVENTORY,
+                f"site_inter_server_link={link!r} must be roce or hccs",
+                "roce unless the hosts are one A3 SuperPoD whose HCCS carries the traffic between servers",
+            )
         )
 
     lo, hi = control["ansible_min"], control["ansible_max"]
     have = version_tuple(control["ansible_version"])
     if not version_tuple(lo) <= have < version_tuple(hi):
         errors.append(
-            f"control node: ansible-core {control['ansible_version']} is outside [{lo}, {hi}) "
-            "(fix: `make venv` installs the pinned toolchain)"
+            problem(
+                CONTROL,
+                f"ansible-core {control['ansible_version']} is outside [{lo}, {hi})",
+                "`make venv` installs the pinned toolchain",
+            )
         )
     for path in control.get("required_files", []):
         if not os.path.isfile(path):
-            errors.append(f"control node: {path} is missing (fix: check out the whole repository)")
+            errors.append(problem(CONTROL, f"{path} is missing", "check out the whole repository"))
     return errors
 
 
@@ -180,13 +248,22 @@ def check_vnic(nodes: list[str], hosts: dict[str, dict[str, Any]], dies: Any) ->
         ips = hosts[name].get("a3_vnic_ips", MISSING)
         if not isinstance(ips, list) or (_is_int(dies) and len(ips) != dies):
             errors.append(
-                f"inventory: {name}: a3_vnic_ips={_show(ips)} must list {dies} vNIC addresses when "
-                "site_inter_server_link is hccs (fix: `hccn_tool -i <die> -vnic -g` on that host)"
+                problem(
+                    _host(name),
+                    f"a3_vnic_ips={_show(ips)} must list {dies} vNIC addresses when site_inter_server_link is hccs",
+                    "`hccn_tool -i <die> -vnic -g` on that host",
+                )
             )
             continue
         for die, raw in enumerate(ips):
             if _ipv4(raw) is None:
-                errors.append(f"inventory: {name}: a3_vnic_ips[{die}]={raw!r} is not an IPv4 address")
+                errors.append(
+                    problem(
+                        _host(name),
+                        f"a3_vnic_ips[{die}]={raw!r} is not an IPv4 address",
+                        f"the address `hccn_tool -i {die} -vnic -g` prints on that host",
+                    )
+                )
     return errors
 
 
@@ -194,15 +271,24 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
     errors: list[str] = []
     if not nodes:
         return [
-            "inventory: group a3_nodes is empty (fix: list every training host under a3_nodes, see inventory/sample)"
+            problem(
+                INVENTORY, "group a3_nodes is empty", "list every training host under a3_nodes, see inventory/sample"
+            )
         ]
     if len(heads) != 1:
         found = ", ".join(heads) if heads else "none"
-        errors.append(f"inventory: group ray_head must hold exactly one host, found {len(heads)} ({found})")
+        errors.append(
+            problem(
+                INVENTORY,
+                f"group ray_head must hold exactly one host, found {len(heads)} ({found})",
+                "list only the a3_nodes host with a3_node_rank 0 under ray_head",
+            )
+        )
     for head in heads:
         if head not in nodes:
-            errors.append(f"inventory: {head}: the ray_head host is not in a3_nodes (fix: list it under a3_nodes too)")
+            errors.append(problem(_host(head), "the ray_head host is not in a3_nodes", "list it under a3_nodes too"))
 
+    last = len(nodes) - 1
     seen_ssh: dict[str, str] = {}
     seen_cluster: dict[str, str] = {}
     seen_npu: dict[str, str] = {}
@@ -214,29 +300,61 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
             ssh = name
         target = f"{ssh}:{hv.get('ansible_port') or 22}"
         if target in seen_ssh:
-            errors.append(f"inventory: {name}: duplicate address {target}, already used by {seen_ssh[target]}")
+            errors.append(
+                problem(
+                    _host(name),
+                    f"duplicate address {target}, already used by {seen_ssh[target]}",
+                    "give each host its own ansible_host (and ansible_port): the address SSH reaches that host at",
+                )
+            )
         seen_ssh.setdefault(target, name)
 
         rank = hv.get("a3_node_rank", MISSING)
         if not _is_int(rank):
-            errors.append(f"inventory: {name}: a3_node_rank={_show(rank)} is not an integer (fix: 0..{len(nodes) - 1})")
+            errors.append(
+                problem(
+                    _host(name),
+                    f"a3_node_rank={_show(rank)} is not an integer",
+                    f"an integer 0..{last}, a different one for each host",
+                )
+            )
         elif not 0 <= rank < len(nodes):
-            errors.append(f"inventory: {name}: a3_node_rank={rank} is outside 0..{len(nodes) - 1}")
+            errors.append(
+                problem(
+                    _host(name),
+                    f"a3_node_rank={rank} is outside 0..{last}",
+                    f"number the {len(nodes)} hosts of a3_nodes 0..{last}, each rank once",
+                )
+            )
         elif rank in ranks:
-            errors.append(f"inventory: {name}: duplicate a3_node_rank {rank}, already used by {ranks[rank]}")
+            errors.append(
+                problem(
+                    _host(name),
+                    f"duplicate a3_node_rank {rank}, already used by {ranks[rank]}",
+                    f"give each host its own a3_node_rank in 0..{last}",
+                )
+            )
         else:
             ranks[rank] = name
         if name in heads and _is_int(rank) and rank != 0:
-            errors.append(f"inventory: {name}: the ray_head host has a3_node_rank={rank} (fix: give it rank 0)")
+            errors.append(problem(_host(name), f"the ray_head host has a3_node_rank={rank}", "give it rank 0"))
 
         cip = _ipv4(hv.get("a3_cluster_ip"))
         if cip is None:
             errors.append(
-                f"inventory: {name}: a3_cluster_ip={_show(hv.get('a3_cluster_ip', MISSING))} is not an IPv4 address"
+                problem(
+                    _host(name),
+                    f"a3_cluster_ip={_show(hv.get('a3_cluster_ip', MISSING))} is not an IPv4 address",
+                    "the host's IPv4 address on the cluster network (the address of its a3_cluster_nic)",
+                )
             )
         elif cip in seen_cluster:
             errors.append(
-                f"inventory: {name}: duplicate address a3_cluster_ip={cip}, already used by {seen_cluster[cip]}"
+                problem(
+                    _host(name),
+                    f"duplicate address a3_cluster_ip={cip}, already used by {seen_cluster[cip]}",
+                    "give each host its own address on the cluster network",
+                )
             )
         else:
             seen_cluster[cip] = name
@@ -244,25 +362,44 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
         nic = hv.get("a3_cluster_nic", MISSING)
         if not (isinstance(nic, str) and NIC_RE.match(nic)):
             errors.append(
-                f"inventory: {name}: a3_cluster_nic={_show(nic)} is not an interface name (fix: e.g. enp189s0f0)"
+                problem(
+                    _host(name),
+                    f"a3_cluster_nic={_show(nic)} is not an interface name",
+                    "the interface that holds a3_cluster_ip, as `ip -br addr` lists it, e.g. enp189s0f0",
+                )
             )
 
         ips = hv.get("a3_npu_ips", MISSING)
         if not isinstance(ips, list):
-            errors.append(f"inventory: {name}: a3_npu_ips={_show(ips)} is not a list of {dies} NPU addresses")
+            errors.append(
+                problem(_host(name), f"a3_npu_ips={_show(ips)} is not a list of {dies} NPU addresses", _hccn_fix(dies))
+            )
             continue
         if _is_int(dies) and len(ips) != dies:
             errors.append(
-                f"inventory: {name}: a3_npu_ips has {len(ips)} addresses, expected {dies} "
-                f"(one per die, /etc/hccn.conf address_0..{dies - 1})"
+                problem(
+                    _host(name),
+                    f"a3_npu_ips has {len(ips)} addresses, expected {dies} (one per die)",
+                    _hccn_fix(dies),
+                )
             )
         for die, raw in enumerate(ips):
             ip = _ipv4(raw)
             if ip is None:
-                errors.append(f"inventory: {name}: a3_npu_ips[{die}]={raw!r} is not an IPv4 address")
+                errors.append(
+                    problem(
+                        _host(name),
+                        f"a3_npu_ips[{die}]={raw!r} is not an IPv4 address",
+                        f"address_{die} of that host's /etc/hccn.conf",
+                    )
+                )
             elif ip in seen_npu:
                 errors.append(
-                    f"inventory: {name}: duplicate address a3_npu_ips[{die}]={ip}, already used by {seen_npu[ip]}"
+                    problem(
+                        _host(name),
+                        f"duplicate address a3_npu_ips[{die}]={ip}, already used by {seen_npu[ip]}",
+                        f"address_{die} of that host's /etc/hccn.conf: every die of every host has its own address",
+                    )
                 )
             else:
                 seen_npu[ip] = f"{name} die {die}"
