@@ -93,6 +93,8 @@ def image_section(c: SimCluster, run_id: str) -> list[Figure]:
     naive_s, _ = timed(lambda: list(ThreadPoolExecutor(c.nodes).map(naive, c.hosts)))
     naive_bytes = tx(c) - tx0
     ids_naive = {r.stdout.strip() for r in c.on_all(f"docker image inspect -f '{{{{.Id}}}}' {IMAGE}")}
+    # The sections after this one (node loss) need the cluster as deployed: start the Ray services again.
+    checked(deploy_yml(c, "--tags", "ray")[1], "deploy.yml --tags ray after the image section")
     n = c.nodes
     detail = {
         "tarball_bytes": size,
