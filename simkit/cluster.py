@@ -105,7 +105,7 @@ class SimCluster:
     # ---- SSH, with the cluster's key and host key checking on ----
 
     def ssh_argv(self, host: str, known_hosts: Path | None = None) -> list[str]:
-        return [*simctl.ssh_cmd(self.inventory, self.ip(host), known_hosts)]
+        return list(simctl.ssh_cmd(self.inventory, self.ip(host), known_hosts))
 
     def ssh(
         self, host: str, *words: str, stdin: str = "", timeout: float = 300, known_hosts: Path | None = None

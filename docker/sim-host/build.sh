@@ -20,7 +20,9 @@ py="${PY:-$(dirname "$compose")/python}"
 [ -x "$py" ] || { echo "sim-image: Python '$py' is missing: run 'make venv' (or set PY=<python with PyYAML>)" >&2; exit 1; }
 flags="$("$py" "$repo/docker/tools/imagetool.py" build-args sim-host --set "BASE_IMAGE=$base")"
 # One flag and its value per line, no whitespace in a value (imagetool checks): split into words, no globbing.
-read -r -d '' -a build_flags <<<"$flags" || true
+# `read -d ''` stops at the end of its input and so returns 1 whatever it read: fail only when nothing was read.
+read -r -d '' -a build_flags <<<"$flags" || [ "${#build_flags[@]}" -gt 0 ] \
+  || { echo "sim-image: imagetool.py build-args sim-host printed no build arguments" >&2; exit 1; }
 # The build log is shown only when the build fails.
 if ! docker build "${build_flags[@]}" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
   tail -n 30 "$ctx/build.log" >&2
