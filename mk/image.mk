@@ -178,7 +178,7 @@ hadolint: venv ## hadolint every Dockerfile with .hadolint.yaml
 
 .PHONY: lint-image
 lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, shell syntax of the image scripts
-	$(VENV)/bin/ruff check docker/tools docker/npu docker/npu-standin
-	$(VENV)/bin/ruff format --check docker/tools docker/npu docker/npu-standin
+	$(VENV)/bin/ruff check docker/tools docker/npu docker/npu-standin docker/sim-host docker/sim-runtime/standin
+	$(VENV)/bin/ruff format --check docker/tools docker/npu docker/npu-standin docker/sim-host docker/sim-runtime/standin
 	$(VENV)/bin/mypy --strict docker/tools docker/npu/pip_check.py docker/npu/import_smoke.py docker/npu-standin/check.py
 	for f in docker/sim-runtime/*.sh docker/lock/*.sh docker/npu/*.sh docker/tools/*.sh; do bash -n "$$f"; done

@@ -486,6 +486,8 @@ def sim_context(dest: Path, find_links: list[Path], ca_bundle: Path, wheelhouse:
     (dest / "wheels").mkdir(parents=True)
     shutil.copyfile(ca_bundle, dest / "ca.crt")
     shutil.copyfile(src / "verl.lock", dest / "verl.lock")
+    # The CPU stand-ins (verl_sim_standin): only this image's context ever holds them.
+    shutil.copytree(src / "standin", dest / "standin", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     cpu_lock = src / "requirements.lock"
     version, hashes = lock_hashes(cpu_lock, "torch")
     if not version or not hashes:

@@ -12,7 +12,10 @@ https://github.com/vllm-project/vllm.git is fetched from https://git.example.com
 (submodules too, through git's url.<base>.insteadOf). Tarballs are deterministic (sorted names, fixed owner and
 the commit's time as mtime, no .git), so the same commit gives the same checksum with the same GNU tar.
 A source whose commit is empty in the manifest (ref = a tag) is resolved from the tag and recorded in the lock;
-a tag that resolves to a different commit than the manifest pins is an error.
+a tag that resolves to a different commit than the manifest pins is an error (a moved or re-pushed tag); a branch
+that has moved past the pinned commit is only reported. A file:// mirror gets `protocol.file.allow=always` for this
+fetch only (git refuses file:// submodules by default). Submodules the image never uses (SKIP_SUBMODULES) are left
+out of the tarball and recorded as skipped in the lock.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NPU_DIR = ROOT / "docker" / "npu"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 HOSTS = ("https://github.com/", "https://gitcode.com/")
+# Submodules left out of a source's tarball, by manifest key, with why: Megatron-Bridge's 3rdparty/Megatron-LM
+# (~40 MB) is its own Megatron-LM checkout for its CI; the image puts only Megatron-Bridge's src/ on PYTHONPATH and
+# builds Megatron-LM from git_sources.megatron_lm (upstream's A3 image does not initialise it either).
+SKIP_SUBMODULES: dict[str, tuple[str, ...]] = {"megatron_bridge": ("3rdparty/Megatron-LM",)}
 
 
 class SourceError(Exception):
@@ -66,6 +73,9 @@ def git_env(mirror: str) -> dict[str, str]:
     if mirror:
         base = mirror.rstrip("/") + "/"
         pairs = [(f"url.{base}{h.removeprefix('https://')}.insteadOf", h) for h in HOSTS]
+        if base.startswith("file://"):
+            # git (>= 2.38.1, CVE-2022-39253) refuses file:// for submodules unless allowed; only for this fetch.
+            pairs.append(("protocol.file.allow", "always"))
         env["GIT_CONFIG_COUNT"] = str(len(pairs))
         for i, (key, value) in enumerate(pairs):
             env[f"GIT_CONFIG_KEY_{i}"] = key
@@ -89,18 +99,31 @@ def load_sources(manifest: Path) -> dict[str, dict[str, Any]]:
     return sources
 
 
-def resolve_tag(url: str, ref: str, env: dict[str, str]) -> str:
-    """The commit a tag (or branch) points to now, peeled through annotated tags."""
+def resolve_ref(url: str, ref: str, env: dict[str, str]) -> tuple[str, str]:
+    """The commit a tag (or branch) points to now, peeled through annotated tags, and "tag" or "branch"."""
     out = run(["git", "ls-remote", url, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"], env=env)
     refs: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
         if name:
             refs[name] = sha
-    for key in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}"):
+    for key, kind in ((f"refs/tags/{ref}^{{}}", "tag"), (f"refs/tags/{ref}", "tag"), (f"refs/heads/{ref}", "branch")):
         if key in refs:
-            return refs[key]
+            return refs[key], kind
     raise SourceError(f"{url}: ref {ref!r} not found: check git_sources ref in docker/versions.yaml")
+
+
+def check_ref(name: str, url: str, ref: str, commit: str, env: dict[str, str]) -> None:
+    """A pinned tag must still name the pinned commit; a branch may have moved on (reported, not an error)."""
+    now, kind = resolve_ref(url, ref, env)
+    if now == commit:
+        return
+    if kind == "tag":
+        raise SourceError(
+            f"{name}: tag {ref} resolves to {now} at {url}, the manifest pins {commit}: the tag moved or the pin is "
+            f"wrong; check upstream and fix git_sources.{name}.commit"
+        )
+    print(f"sources: {name}: branch {ref} is now at {now[:12]}; fetching the pinned {commit[:12]}")
 
 
 def tar_tree(tree: Path, out: Path, mtime: str) -> None:
@@ -146,9 +169,12 @@ def fetch_one(name: str, src: dict[str, Any], dest: Path, mirror: str) -> dict[s
     url = mirror_url(str(src["url"]), mirror)
     commit = str(src.get("commit") or "")
     ref = str(src.get("ref") or "")
-    if ref and not SHA_RE.match(ref) and not commit:
-        commit = resolve_tag(url, ref, env)
-        print(f"sources: {name}: resolved {ref} -> {commit}")
+    if ref and not SHA_RE.match(ref):
+        if commit:
+            check_ref(name, url, ref, commit, env)
+        else:
+            commit, _ = resolve_ref(url, ref, env)
+            print(f"sources: {name}: resolved {ref} -> {commit}")
     with tempfile.TemporaryDirectory(prefix=f"verl-recipe-src-{name}-") as tmp:
         work = Path(tmp) / name
         work.mkdir()
@@ -167,9 +193,16 @@ def fetch_one(name: str, src: dict[str, Any], dest: Path, mirror: str) -> dict[s
         got = run(["git", "rev-parse", "HEAD"], cwd=work, env=env)
         if got != commit:
             raise SourceError(f"{name}: checked out {got}, expected {commit}")
+        skip = SKIP_SUBMODULES.get(name, ())
         if (work / ".gitmodules").is_file():
+            paths = run(
+                ["git", "config", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$"], cwd=work, env=env
+            )
+            wanted = [line.split(" ", 1)[1] for line in paths.splitlines() if line.split(" ", 1)[1] not in skip]
             # The recorded submodule commits, never --remote (the upstream image's moving-target defect).
-            run(["git", "submodule", "update", "-q", "--init", "--recursive", "--depth", "1"], cwd=work, env=env)
+            if wanted:
+                run(["git", "submodule", "update", "-q", "--init", "--recursive", "--depth", "1", "--", *wanted],
+                    cwd=work, env=env)  # fmt: skip
         tree = run(["git", "rev-parse", "HEAD^{tree}"], cwd=work, env=env)
         mtime = run(["git", "log", "-1", "--format=%ct", "HEAD"], cwd=work, env=env)
         subs = (
@@ -181,15 +214,21 @@ def fetch_one(name: str, src: dict[str, Any], dest: Path, mirror: str) -> dict[s
         tmp_out = out.with_suffix(".tar.tmp")
         tar_tree(work, tmp_out, mtime)
         tmp_out.replace(out)
-    return {
+    # `git submodule status` marks one that was not initialised with "-": those are the skipped ones.
+    status = [(line.split()[0], line.split()[1]) for line in subs.splitlines()]
+    entry = {
         "url": str(src["url"]),
         "ref": ref,
         "commit": commit,
         "tree": tree,
-        "submodules": " ".join(line.split()[0].lstrip("+-U") + ":" + line.split()[1] for line in subs.splitlines()),
+        "submodules": " ".join(sha.lstrip("+U") + ":" + path for sha, path in status if not sha.startswith("-")),
         "archive": out.name,
         "sha256": sha256(out),
     }
+    skipped = [sha.lstrip("-") + ":" + path for sha, path in status if sha.startswith("-")]
+    if skipped:
+        entry["skipped_submodules"] = " ".join(skipped)
+    return entry
 
 
 def write_lock(lock: Path, manifest: Path, entries: dict[str, dict[str, str]]) -> None:

@@ -165,12 +165,24 @@ def test_build_tools_in_the_lock_are_new_enough(machine: str) -> None:
     # Building the lock's sdists (antlr4-python3-runtime) without isolation needs bdist_wheel: setuptools >= 70.1
     # has it built in; wheel is installed first anyway.
     assert have["setuptools"] >= Version("70.1"), have["setuptools"]
+    # setuptools 82 removed pkg_resources; the manifest pins upstream's 80.10.2 (the import smoke test imports it).
+    assert have["setuptools"] < Version("82"), have["setuptools"]
+    assert have["setuptools"] == Version(manifest()["python_packages"]["setuptools"])
     assert "wheel" in have
     # vllm-ascend's CMakeLists needs cmake >= 3.26 (the CANN image's apt cmake is 3.22).
     assert have["cmake"] >= Version("3.26"), have["cmake"]
     # Megatron-LM's setup.py runs `python3 -m pybind11 --includes`; vllm-ascend's runs `python3 -m pip show torch-npu`.
     assert {"pybind11", "pip", "torch-npu"} <= set(have)
     assert any(s.name.startswith("antlr4") for s in [Requirement(n) for n in have])
+
+
+def test_vllm_ascend_declares_the_manifests_npu_stack() -> None:
+    """The releases/v0.18.0 branch names torch-npu 2.9.0.post2 and triton-ascend 3.2.1 (the tag: 2.9.0, 3.2.0)."""
+    pk = manifest()["python_packages"]
+    declared = {canonicalize_name(r.name): r.specifier for r in upstream_requirements(UPSTREAM / "vllm_ascend.txt")}
+    assert declared["torch-npu"] == SpecifierSet(f"=={pk['torch_npu']}")
+    assert declared["triton-ascend"] == SpecifierSet(f"=={pk['triton_ascend']}")
+    assert "releases/v0.18.0" in (UPSTREAM / "vllm_ascend.txt").read_text().splitlines()[0]
 
 
 def test_no_phantom_git_built_package_in_the_lock() -> None:
@@ -204,8 +216,10 @@ def test_every_override_has_a_reason_and_agrees_with_the_manifest() -> None:
         if key in pk:
             assert req.specifier == SpecifierSet(f"=={pk[key]}"), f"{req} disagrees with the manifest's {pk[key]}"
     names = {canonicalize_name(r.name) for r, _ in found}
-    # The upstream pins that disagree: torch-npu (vllm-ascend), opencv (vLLM vs vllm-ascend), protobuf (CANN vs vLLM).
-    assert {"torch-npu", "opencv-python-headless", "protobuf", "transformers"} <= names
+    # The upstream pins that disagree: opencv (vLLM vs vllm-ascend), protobuf (CANN vs vLLM); transformers for
+    # resolution only. torch-npu needs none since vllm-ascend's releases/v0.18.0 names the manifest's post2.
+    assert {"opencv-python-headless", "protobuf", "transformers"} <= names
+    assert "torch-npu" not in names
 
 
 def test_accepted_conflicts_are_upstream_declarations_with_reasons() -> None:

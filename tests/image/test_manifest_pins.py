@@ -19,10 +19,12 @@ IMAGE_DOCKERFILES = [ROOT / "docker" / d / "Dockerfile" for d in ("sim-runtime",
 
 # Written down from the upstream sources, independently of docker/versions.yaml, so that this test checks the
 # manifest against upstream: the CANN base tag and SOC name from Ascend/cann-container-image and vllm-ascend's
-# build docs; the HDK floor from Ascend's CANN 9.0.0 / HDK compatibility table; torch, torchvision and torch_npu
-# from vllm-ascend v0.18.0 `requirements.txt` (torch_npu's .post2 from Ascend's own verl 0.8.0 image tag);
-# triton-ascend, TransferQueue and flash-linear-attention from verl release/v0.8.0 `requirements-npu.txt` and its
-# Ascend Dockerfile; each commit is the one its tag or branch named below pointed at when pinned.
+# build docs; the HDK floor from Ascend's CANN 9.0.0 / HDK compatibility table; torch, torchvision, torch_npu
+# 2.9.0.post2 and triton-ascend 3.2.1 from vllm-ascend releases/v0.18.0 `requirements.txt` (a2796db4, #9138: the
+# branch verl's A3 image clones; the tag e18643f8 still named 2.9.0 and 3.2.0 for CANN 8.5.1); triton-ascend,
+# TransferQueue and flash-linear-attention also from verl release/v0.8.0 `requirements-npu.txt`, setuptools 80.10.2
+# from its Ascend Dockerfile (82 removed pkg_resources); each commit is the one its tag or branch named below pointed
+# at when pinned (vLLM v0.18.0's as vLLM's wheel index names it: `make sources` checks the tag still resolves there).
 UPSTREAM_PINS = {
     ("base", "cann", "version"): "9.0.0",
     ("base", "cann", "image"): "swr.cn-south-1.myhuaweicloud.com/ascendhub/cann",
@@ -42,9 +44,11 @@ UPSTREAM_PINS = {
     ("git_sources", "verl", "commit"): "3e4edb6e3d6872ad8aa21af83e98ee6e1bea19a2",
     ("git_sources", "verl", "version"): "0.8.0",
     ("git_sources", "vllm", "ref"): "v0.18.0",
+    ("git_sources", "vllm", "commit"): "bcf2be96120005e9aea171927f85055a6a5c0cf6",
     ("git_sources", "vllm", "version"): "0.18.0",
-    ("git_sources", "vllm_ascend", "ref"): "v0.18.0",
-    ("git_sources", "vllm_ascend", "commit"): "e18643f8a4d5bd9990727654318ad069ea0b56e2",
+    ("git_sources", "vllm_ascend", "ref"): "releases/v0.18.0",
+    ("git_sources", "vllm_ascend", "commit"): "35b0fdf7d57aee5bd93793e03506ae2d85959595",
+    ("python_packages", "setuptools"): "80.10.2",
     ("git_sources", "megatron_lm", "ref"): "core_v0.16.0",
     ("git_sources", "megatron_lm", "commit"): "3bec9aa97dda898d16ff5a89bac0ed2b6682b172",
     ("git_sources", "mindspeed", "url"): "https://gitcode.com/Ascend/MindSpeed.git",
@@ -97,9 +101,8 @@ def test_manifest_git_sources_are_exactly_upstreams() -> None:
     sources = manifest()["git_sources"]
     assert set(sources) == UPSTREAM_GIT_SOURCES
     for name, src in sources.items():
-        # Every source is pinned by commit, except vLLM whose tag commit `make sources` resolves and records.
-        if name != "vllm" or src["commit"]:
-            assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]), name
+        # Every source is pinned by commit; `make sources` checks that a tag still resolves to it.
+        assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]), name
 
 
 def test_no_base_digest_is_invented() -> None:
@@ -188,3 +191,25 @@ def test_committed_lock_inputs_are_rendered_from_the_manifest(kind: str, path: s
     out = imagetool("lock-input", kind)
     assert out.returncode == 0, out.stderr
     assert (ROOT / path).read_text() == out.stdout, f"{path} is stale: run the lock target"
+
+
+def test_mm_cache_workaround_stays_on_npu_past_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM #42995's workaround: a pin that has the fix drops it on GPU only; on NPU mm_processor_cache_gb stays 0."""
+    from verl_recipe import manifest as recipe_manifest
+    from verl_recipe.workarounds import mm_cache_rule_active
+
+    fixed = str(manifest()["workarounds"]["vllm_mm_processor_cache"]["fixed_in_vllm"])
+    data = manifest()
+    data["git_sources"]["vllm"]["version"] = fixed
+    moved = tmp_path / "versions.yaml"
+    moved.write_text(yaml.safe_dump(data))
+    recipe_manifest.load_manifest.cache_clear()
+    try:
+        assert mm_cache_rule_active("npu") and mm_cache_rule_active("gpu")  # the pinned 0.18.0 predates the fix
+        monkeypatch.setenv("VERL_RECIPE_MANIFEST", str(moved))
+        recipe_manifest.load_manifest.cache_clear()
+        assert mm_cache_rule_active("npu")
+        assert mm_cache_rule_active()  # callers that name no device get the NPU rule
+        assert not mm_cache_rule_active("gpu")
+    finally:
+        recipe_manifest.load_manifest.cache_clear()

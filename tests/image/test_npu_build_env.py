@@ -220,8 +220,8 @@ def test_runtime_smoke_test_imports_for_real() -> None:
         "engine.megatron.transformer_impl",
         "rollout.vllm_rollout.vllm_async_server",
     )
-    for module in ("transformers", "verl.trainer.main_ppo", "verl.trainer.ppo.ray_trainer", "megatron.core",
-                   "mindspeed", "vllm", *(f"verl.workers.{w}" for w in workers)):  # fmt: skip
+    for module in ("pkg_resources", "transformers", "verl.trainer.main_ppo", "verl.trainer.ppo.ray_trainer",
+                   "megatron.core", "mindspeed", "vllm", *(f"verl.workers.{w}" for w in workers)):  # fmt: skip
         assert re.search(rf"\s{re.escape(module)}\s", smoke), module
     # The A3 build imports torch_npu and vllm_ascend's platform for real; only the rehearsal leaves them out.
     real = smoke.split('if [ -z "${REHEARSAL}" ]; then', 1)[1].split("else", 1)[0]

@@ -20,8 +20,6 @@ _spec.loader.exec_module(pip_check)
 
 # What pip 24/25 print for the accepted conflicts (specifiers in pip's own order, which differs from upstream's).
 ACCEPTED_LINES = [
-    "vllm-ascend 0.18.0 has requirement torch-npu==2.9.0, but you have torch-npu 2.9.0.post2.",
-    "vllm-ascend 0.18.0 has requirement triton-ascend==3.2.0, but you have triton-ascend 3.2.1.",
     "vllm 0.18.0+empty has requirement transformers<5,>=4.56.0, but you have transformers 5.3.0.dev0.",
     "vllm 0.18.0+empty has requirement opencv-python-headless>=4.13.0, but you have opencv-python-headless 4.11.0.86.",
 ]
@@ -37,7 +35,20 @@ def judge(tmp_path: Path, lines: list[str], *extra: str) -> subprocess.Completed
 def test_the_accepted_conflicts_pass(tmp_path: Path) -> None:
     res = judge(tmp_path, ACCEPTED_LINES)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.count("accepted:") == 4
+    assert res.stdout.count("accepted:") == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # What vllm-ascend's tag v0.18.0 declared; its releases/v0.18.0 branch (the pin) names the manifest's versions.
+        "vllm-ascend 0.18.0 has requirement torch-npu==2.9.0, but you have torch-npu 2.9.0.post2.",
+        "vllm-ascend 0.18.0 has requirement triton-ascend==3.2.0, but you have triton-ascend 3.2.1.",
+    ],
+)
+def test_the_tags_conflicts_are_no_longer_accepted(tmp_path: Path, line: str) -> None:
+    assert judge(tmp_path, [line]).returncode == 1
+    assert judge(tmp_path, [line], "--rehearsal").returncode == 1
 
 
 def test_anything_else_fails_with_the_line(tmp_path: Path) -> None:
@@ -48,8 +59,10 @@ def test_anything_else_fails_with_the_line(tmp_path: Path) -> None:
 
 
 def test_same_package_other_requirement_is_not_accepted(tmp_path: Path) -> None:
-    """Accepting vllm-ascend's torch-npu==2.9.0 must not accept a different pin of the same package."""
-    res = judge(tmp_path, ["vllm-ascend 0.18.0 has requirement torch-npu==2.8.0, but you have torch-npu 2.9.0.post2."])
+    """Accepting vLLM's transformers cap must not accept a different requirement on the same package."""
+    res = judge(
+        tmp_path, ["vllm 0.18.0+empty has requirement transformers<4.50, but you have transformers 5.3.0.dev0."]
+    )
     assert res.returncode == 1
 
 

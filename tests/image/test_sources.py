@@ -114,6 +114,82 @@ def test_empty_commit_is_resolved_from_the_tag_and_recorded(tmp_path: Path, mirr
     assert yaml.safe_load(lock.read_text())["sources"]["app"]["commit"] == mirror["tagged"]
 
 
+def test_file_mirror_fetches_submodules_without_a_global_git_config(
+    tmp_path: Path, mirror: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make sources GIT_MIRROR=file://...` needs protocol.file.allow for submodules: the tool sets it itself."""
+    empty = tmp_path / "empty-gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    manifest = write_manifest(
+        tmp_path / "versions.yaml",
+        {"app": {"url": "https://github.com/acme/app.git", "ref": "v1.0", "commit": str(mirror["tagged"])}},
+    )
+    rc, dest, lock = fetch(tmp_path, manifest, str(mirror["base"]))
+    assert rc == 0
+    entry = yaml.safe_load(lock.read_text())["sources"]["app"]
+    assert members(dest / entry["archive"])["third_party/lib/lib.py"] == b"X = 1\n"
+    env = sources.git_env(str(mirror["base"]))
+    pairs = {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))}
+    assert pairs["protocol.file.allow"] == "always"
+    # Only a file:// mirror gets it: an https mirror or no mirror leaves git's default alone.
+    https = sources.git_env("https://m.example/")
+    assert "protocol.file.allow" not in [https[f"GIT_CONFIG_KEY_{i}"] for i in range(int(https["GIT_CONFIG_COUNT"]))]
+    assert "GIT_CONFIG_COUNT" not in sources.git_env("")
+
+
+def test_pinned_commit_that_the_tag_no_longer_names_is_an_error(
+    tmp_path: Path, mirror: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM's v0.18.0 is pinned by commit: a tag that resolves elsewhere stops `make sources`, nothing written."""
+    manifest = write_manifest(
+        tmp_path / "versions.yaml",
+        {"app": {"url": "https://github.com/acme/app.git", "ref": "v1.0", "commit": str(mirror["head"])}},
+    )
+    rc, dest, lock = fetch(tmp_path, manifest, str(mirror["base"]))
+    assert rc == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "tag v1.0 resolves to " + str(mirror["tagged"]) in err and str(mirror["head"]) in err
+    assert "git_sources.app.commit" in err
+    assert not lock.exists() and not list(dest.glob("*.tar"))
+
+
+def test_branch_past_the_pinned_commit_is_reported_not_fatal(
+    tmp_path: Path, mirror: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vllm-ascend is pinned to a commit of releases/v0.18.0; the branch moving on must not change what is fetched."""
+    manifest = write_manifest(
+        tmp_path / "versions.yaml",
+        {"app": {"url": "https://github.com/acme/app.git", "ref": "main", "commit": str(mirror["tagged"])}},
+    )
+    rc, dest, lock = fetch(tmp_path, manifest, str(mirror["base"]))
+    assert rc == 0
+    assert f"branch main is now at {str(mirror['head'])[:12]}" in capsys.readouterr().out
+    entry = yaml.safe_load(lock.read_text())["sources"]["app"]
+    assert entry["commit"] == mirror["tagged"]
+    assert members(dest / entry["archive"])["app.py"] == b"print('v1')\n"
+
+
+def test_skipped_submodule_stays_out_and_is_recorded(
+    tmp_path: Path, mirror: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Megatron-Bridge's 3rdparty/Megatron-LM is not fetched: its folder is empty and the lock says it was skipped."""
+    assert sources.SKIP_SUBMODULES["megatron_bridge"] == ("3rdparty/Megatron-LM",)
+    monkeypatch.setitem(sources.SKIP_SUBMODULES, "app", ("third_party/lib",))
+    manifest = write_manifest(
+        tmp_path / "versions.yaml",
+        {"app": {"url": "https://github.com/acme/app.git", "ref": "v1.0", "commit": str(mirror["tagged"])}},
+    )
+    rc, dest, lock = fetch(tmp_path, manifest, str(mirror["base"]))
+    assert rc == 0
+    entry = yaml.safe_load(lock.read_text())["sources"]["app"]
+    files = members(dest / entry["archive"])
+    assert "app.py" in files and not any(n.startswith("third_party/lib/") for n in files)
+    assert entry["submodules"] == ""
+    assert entry["skipped_submodules"] == f"{mirror['sub']}:third_party/lib"
+
+
 def test_tarballs_are_deterministic(tmp_path: Path, mirror: dict[str, object]) -> None:
     manifest = write_manifest(
         tmp_path / "versions.yaml",
