@@ -27,12 +27,13 @@ from bench.preflight import preflight_section
 from bench.rebuild import rebuild_section
 from bench.results import render_results, write_results
 from bench.simcost import simcost_section
+from bench.train import train_section
 from simkit.cluster import SimCluster
 from simkit.paths import REPO
 from simkit.procs import run
 
-SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "verl", "rebuild", "simcost", "nodeloss")
-ON_CLUSTERS = {"deploy", "preflight", "launch", "image", "nodeloss"}  # the sections that need simulated hosts
+SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "verl", "rebuild", "simcost", "nodeloss", "train")
+ON_CLUSTERS = {"deploy", "preflight", "launch", "image", "nodeloss", "train"}  # the sections on simulated hosts
 
 
 @dataclass
@@ -105,7 +106,7 @@ def cluster_sections(r: BenchRun) -> None:
         nonlocal deployed, big_first_s
         log(f"sim-up {big_n} hosts ({cn.name})")
         up(cn)
-        if not set(sections) & {"deploy", "launch", "image", "nodeloss"}:
+        if not set(sections) & {"deploy", "launch", "image", "nodeloss", "train"}:
             return []
         log(f"deploy.yml x2 on {big_n} hosts")
         big = deploy_pair(cn)
@@ -123,6 +124,9 @@ def cluster_sections(r: BenchRun) -> None:
     if up_ok and deployed and "image" in sections:
         log("image: fan-out vs naive copy")
         r.attempt("image", lambda: image_section(cn, run_id))
+    if up_ok and deployed and "train" in sections:
+        log("train: compose run train-35b-fsdp (2 hosts) vs verl's own main_ppo on one host")
+        r.attempt("train", lambda: train_section(cn, run_id))
     if up_ok and deployed and "nodeloss" in sections:
         log("node loss: power loss named by the head vs Ray's node-death detection, then a reboot")
         r.attempt("nodeloss", lambda: nodeloss_section(cn, run_id))
