@@ -18,13 +18,10 @@ What it draws, all from the reports:
 from __future__ import annotations
 
 import argparse
-import datetime
-import html
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from .pagekit import BASE_CSS, source_commit, utc_now, write_atomic
+from .pagekit import esc as _e
+from .pagekit import short as _short
+from .problems import error
 
 SEVERITY = {"ok": 0, "skip": 0, "nodata": 1, "warn": 2, "fail": 3}
 STATUS_WORDS = {
@@ -45,8 +46,11 @@ ENTRY_DIE = re.compile(r"^(?:[^:;]*:\s*)?dies? (\d+)(?:\s*(?:-|\.\.)\s*(\d+))?\b
 ANY_DIE_WORD = re.compile(r"\bdies?\b")
 IPV4 = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
 PEER_NOTE = re.compile(r"\(([A-Za-z0-9_.:-]+) die (\d+)\)")
-IMAGE_RECORD = Path("/opt/verl-recipe/image-manifest.json")
 PAGE_SUFFIX = ".html"
+# A preflight writes some 50 rows per host: 50,000 rows are a thousand hosts. Bigger files are not reports and would
+# take minutes to draw into a page no browser opens.
+MAX_REPORT_ROWS = 50_000
+MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
 class ReportError(ValueError):
@@ -54,33 +58,6 @@ class ReportError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------------------- meta
-
-
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def source_commit(start: str | os.PathLike[str] | None = None) -> str:
-    """The commit the reporting code came from: `git describe` of the working tree, else the image record's
-    vcs_ref (set by the image build), else "unknown"."""
-    where = Path(start) if start else Path(__file__).resolve().parent
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(where), "describe", "--always", "--dirty", "--abbrev=12"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        if proc.returncode == 0 and proc.stdout.strip():
-            return proc.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    try:
-        ref = json.loads(IMAGE_RECORD.read_text(encoding="utf-8")).get("meta", {}).get("vcs_ref", "")
-    except (OSError, ValueError, AttributeError):
-        ref = ""
-    return str(ref) if ref else "unknown"
 
 
 def report_meta(kind: str, *, simulated: bool | None = None, commit_from: str | None = None, **extra: Any) -> dict:
@@ -105,7 +82,13 @@ class Source:
 
 def classify(path: str, data: Any) -> Source:
     if not isinstance(data, dict):
-        raise ReportError(f"{path}: not a JSON object; give a preflight or rehearsal report")
+        raise ReportError(f"{path}: not a JSON object; fix: give a preflight or rehearsal report")
+    for key in ("rows", "nodes"):
+        if isinstance(data.get(key), list) and len(data[key]) > MAX_REPORT_ROWS:
+            raise ReportError(
+                f"{path}: {len(data[key])} {key}, more than the page draws ({MAX_REPORT_ROWS}); "
+                "fix: give one site's report"
+            )
     if isinstance(data.get("rows"), list):
         for i, row in enumerate(data["rows"]):
             if (
@@ -114,13 +97,15 @@ def classify(path: str, data: Any) -> Source:
                 or not isinstance(row.get("check"), str)
             ):
                 raise ReportError(
-                    f"{path}: rows[{i}] has no host/check fields; give the preflight JSON written by deploy.yml"
+                    f"{path}: rows[{i}] has no host/check fields; fix: give the preflight JSON written by deploy.yml"
                 )
         return Source(path, "preflight", data)
     if isinstance(data.get("summary"), dict) and isinstance(data.get("nodes"), list):
         for i, node in enumerate(data["nodes"]):
             if not isinstance(node, dict) or not isinstance(node.get("node"), str):
-                raise ReportError(f"{path}: nodes[{i}] has no node name; give the rehearsal JSON `--rehearse` wrote")
+                raise ReportError(
+                    f"{path}: nodes[{i}] has no node name; fix: give the rehearsal JSON `--rehearse` wrote"
+                )
         return Source(path, "rehearsal", data)
     raise ReportError(
         f"{path}: neither a preflight report (with 'rows') nor a rehearsal report (with 'summary' and 'nodes'); "
@@ -131,19 +116,26 @@ def classify(path: str, data: Any) -> Source:
 def load(paths: Sequence[str | os.PathLike[str]]) -> list[Source]:
     """Every report, checked before anything is written: all problems in one error."""
     if not paths:
-        raise ReportError("no report given; name at least one preflight or rehearsal JSON file")
+        raise ReportError("no report given; fix: name at least one preflight or rehearsal JSON file")
     sources, problems = [], []
     for p in paths:
         name = str(p)
         try:
+            size = Path(p).stat().st_size
+            if size > MAX_REPORT_BYTES:
+                raise ReportError(
+                    f"{name}: {size} bytes is not a report (at most {MAX_REPORT_BYTES}); fix: give the report"
+                )
             data = json.loads(Path(p).read_text(encoding="utf-8"))
             sources.append(classify(name, data))
         except FileNotFoundError:
-            problems.append(f"{name}: no such file; give the path of a saved report")
+            problems.append(f"{name}: no such file; fix: give the path of a saved report")
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{name}: unreadable ({exc.__class__.__name__}); check the file's permissions")
+            problems.append(f"{name}: unreadable ({exc.__class__.__name__}); fix: check the file's permissions")
         except json.JSONDecodeError as exc:
-            problems.append(f"{name}: not JSON (line {exc.lineno}: {exc.msg}); give the report file itself")
+            problems.append(f"{name}: not JSON (line {exc.lineno}: {exc.msg}); fix: give the report file itself")
+        except RecursionError:
+            problems.append(f"{name}: JSON nested too deep to be a report; fix: give the report file itself")
         except ReportError as exc:
             problems.append(str(exc))
     if problems:
@@ -461,28 +453,9 @@ def _ping_row(model: Model, r: dict[str, Any], c: Check, owner: dict[str, tuple[
 
 # -------------------------------------------------------------------------------------------------------- render
 
-CSS = """
-:root{--ok:#2e9e4f;--fail:#d0312d;--warn:#e0a100;--nodata:#9aa0a6;--untried:#eceff1;--ink:#1f2328;--mute:#59636e;
---line:#d0d7de;--bg:#f6f8fa}
-*{box-sizing:border-box}
-body{margin:0;font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);
-background:var(--bg)}
-main{max-width:1240px;margin:0 auto;padding:12px 16px 80px}
-header.top{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px;margin-bottom:12px}
-h1{font-size:20px;margin:0 0 4px}
-h2{font-size:15px;margin:0 0 8px}
-.sim{display:inline-block;background:#6f42c1;color:#fff;border-radius:4px;padding:1px 8px;font-size:13px;
-vertical-align:middle;margin-left:8px}
-.meta{color:var(--mute);font-size:12px;overflow-wrap:anywhere}
-.meta td{padding:0 12px 0 0;vertical-align:top}
-section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px;margin-bottom:12px;
-overflow-x:auto}
-.cards{display:flex;flex-wrap:wrap;gap:8px;margin-top:8px}
-.card{border:1px solid var(--line);border-radius:6px;padding:4px 10px;font-size:13px;background:#fff}
-.card b{font-size:16px}
-.card.fail{border-color:var(--fail);color:var(--fail)}
-.card.warn{border-color:var(--warn)}
-.legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--mute);margin:4px 0 8px}
+CSS = (
+    BASE_CSS
+    + """.legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--mute);margin:4px 0 8px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px}
 .grid{display:grid;gap:2px;align-items:center;width:max-content}
 .grid .colh{font-size:11px;color:var(--mute);text-align:center}
@@ -530,6 +503,7 @@ overflow-wrap:anywhere}
 #details .close{float:right;border:1px solid var(--line);background:#fff;border-radius:4px;cursor:pointer}
 .note{color:var(--mute);font-size:12px;margin:6px 0 0}
 """
+)
 
 SCRIPT = """
 (function(){
@@ -566,15 +540,6 @@ SCRIPT = """
 """
 
 MARK = {"fail": "\u2715", "warn": "!", "nodata": "?", "ok": "", "skip": "", "untried": "", "self": "\u00b7"}
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _short(text: str, n: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
 class Page:
@@ -950,12 +915,7 @@ def write_page(reports: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     """Render the page from saved reports and write it (atomically) next to the first one unless `out` is given."""
     sources = load(reports)
     dest = Path(out) if out else page_path(reports[0])
-    text = render(sources)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(dest)
-    return dest
+    return write_atomic(dest, render(sources))
 
 
 def page_line(path: Path) -> str:
@@ -974,10 +934,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         dest = write_page(ns.reports, ns.output)
     except ReportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(exc)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        print(f"error: cannot write the page: {exc}; choose a writable --output", file=sys.stderr)
+        error(f"cannot write the page: {exc}; fix: choose a writable --output")
         return EXIT_BAD_INPUT
     print(page_line(dest))
     return EXIT_OK

@@ -1,0 +1,417 @@
+"""The run page: run_dir/run.html, one self-contained HTML file drawn from a run folder (the readiness page's
+sibling; docs: the run record contract in runrecord.py).
+
+Plots over steps from verl's own metric stream (metrics.jsonl): step time, throughput, reward, response length and
+memory, with the alerts of alerts.json marked at their step; the run's identity from settings.json; how it ended
+(outcome.json, lost_nodes.json) and, for a failed run, diagnosis.json. verl reports memory as the maximum over its
+ranks; a per-node series is drawn where the stream has one, named `<memory metric>/<node>`.
+
+`write_run_page(run_dir)` is the launcher's entry (after each step and at the end); `verl-recipe report RUN_DIR`
+draws it again. Every input is bounded and may be absent or half-written: the page says what it could not read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from .pagekit import (
+    BASE_CSS,
+    PLOT_CSS,
+    Mark,
+    Plot,
+    Series,
+    esc,
+    finite,
+    source_commit,
+    svg_plot,
+    thin,
+    utc_now,
+    write_atomic,
+)
+from .problems import error
+
+RUN_PAGE = "run.html"
+METRICS = "metrics.jsonl"
+MAX_METRIC_BYTES = 64 * 2**20  # ~12,000 steps of verl's ~5 KB lines; a longer stream is drawn from its tail
+MAX_ROWS = 100_000
+MAX_JSON_BYTES = 8 * 2**20
+MAX_ALERTS = 500
+REFRESH_S = 30  # a page of a run still going reloads itself
+# (plot id, title, unit, metric names: the first present is drawn)
+PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("step-time", "Step time", "s (timing_s/step)", ("timing_s/step",)),
+    ("throughput", "Throughput", "tokens/s (perf/throughput)", ("perf/throughput",)),
+    ("reward", "Reward mean", "critic/rewards/mean", ("critic/rewards/mean",)),
+    ("response-length", "Response length", "tokens (response_length/mean)", ("response_length/mean",)),
+)
+DEVICE_MEM = ("perf/max_memory_allocated_gb", "actor/perf/max_memory_allocated_gb")
+HOST_MEM = ("perf/cpu_memory_used_gb", "actor/perf/cpu_memory_used_gb")
+IDENTITY = (
+    "DEVICE",
+    "NNODES",
+    "NDEVICES_PER_NODE",
+    "MODEL_PATH",
+    "TP",
+    "GEN_TP",
+    "TRAIN_BATCH_SIZE",
+    "ROLLOUT_N",
+    "MAX_RESPONSE_LENGTH",
+    "LR",
+    "TOTAL_TRAINING_STEPS",
+    "EXPERIMENT_NAME",
+)
+
+
+class RunPageError(ValueError):
+    """A folder that cannot be drawn; the message is one line naming it and the fix."""
+
+
+@dataclass
+class Run:
+    path: Path
+    settings: dict[str, Any] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    outcome: dict[str, Any] | None = None
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    diagnosis: dict[str, Any] | None = None
+    lost: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what could not be read, said on the page
+
+
+def _json_file(path: Path, notes: list[str]) -> Any:
+    """An optional record file: None when absent; a note when it is unreadable or half-written."""
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            notes.append(f"{path.name}: larger than {MAX_JSON_BYTES} bytes, not drawn")
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        notes.append(f"{path.name}: not readable ({exc.__class__.__name__}), not drawn")
+        return None
+
+
+def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """verl's {"step", "data"} lines, in order; a partial last line and lines that are no record are skipped."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            if size > MAX_METRIC_BYTES:
+                fh.seek(size - MAX_METRIC_BYTES)
+                fh.readline()  # the first line read is cut
+                notes.append(
+                    f"{METRICS}: {size} bytes; the first steps are left out, the last {MAX_METRIC_BYTES} drawn"
+                )
+            blob = fh.read(MAX_METRIC_BYTES)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RunPageError(f"{path}: unreadable ({exc.__class__.__name__}); fix: check the file's permissions") from exc
+    records, skipped = [], 0
+    for line in blob.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            skipped += 1
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and isinstance(rec.get("data"), dict):
+            records.append(rec)
+        else:
+            skipped += 1
+    if skipped:
+        notes.append(f"{METRICS}: {skipped} line(s) skipped (not a whole {{step, data}} record)")
+    if len(records) > MAX_ROWS:
+        notes.append(f"{METRICS}: {len(records)} steps; the last {MAX_ROWS} drawn")
+        records = records[-MAX_ROWS:]
+    return records
+
+
+def load_run(run_dir: str | Path) -> Run:
+    d = Path(run_dir)
+    if not d.is_dir():
+        raise RunPageError(f"{d}: not a folder; fix: give a run folder (LOG_DIR/<project>/<experiment>/runs/<stamp>)")
+    if not (d / "settings.json").exists() and not (d / METRICS).exists():
+        raise RunPageError(f"{d}: no settings.json or {METRICS}; fix: give a run folder a launch wrote")
+    run = Run(d)
+    if (d / "settings.json").exists():
+        settings = _json_file(d / "settings.json", run.notes)
+        if not isinstance(settings, dict):
+            raise RunPageError(
+                f"{d / 'settings.json'}: not a JSON object; fix: give a run folder a launch wrote (settings.json)"
+            )
+        run.settings = settings
+    run.records = read_metrics(d / METRICS, run.notes)
+    outcome = _json_file(d / "outcome.json", run.notes)
+    run.outcome = outcome if isinstance(outcome, dict) else None
+    alerts = _json_file(d / "alerts.json", run.notes)
+    if isinstance(alerts, list):
+        run.alerts = [a for a in alerts if isinstance(a, dict)][:MAX_ALERTS]
+    diagnosis = _json_file(d / "diagnosis.json", run.notes)
+    run.diagnosis = diagnosis if isinstance(diagnosis, dict) else None
+    lost = _json_file(d / "lost_nodes.json", run.notes)
+    run.lost = lost if isinstance(lost, list) else list((run.outcome or {}).get("lost_nodes") or [])
+    return run
+
+
+# ------------------------------------------------------------------------------------------------------- model
+
+
+def series_of(records: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+    pts = []
+    for r in records:
+        v = finite(r["data"].get(key))
+        if v is not None:
+            pts.append((float(r["step"]), v))
+    return thin(pts)
+
+
+def _alert_step(a: dict[str, Any]) -> int | None:
+    s = a.get("step")
+    return s if isinstance(s, int) and not isinstance(s, bool) else None
+
+
+def _alert_label(a: dict[str, Any]) -> str:
+    return str(a.get("line") or f"{a.get('rule', 'alert')}: {a.get('metric')} = {a.get('value')}")
+
+
+def plots(run: Run) -> list[Plot]:
+    keys = {k for r in run.records for k in r["data"]}
+    cpu = str((run.settings.get("settings") or {}).get("DEVICE", {}).get("value", "")) == "cpu" or bool(
+        run.settings.get("standin")
+    )
+    specs = [(pid, title, unit, names, "") for pid, title, unit, names in PLOTS]
+    mem_names = HOST_MEM if cpu else DEVICE_MEM
+    mem_title = "Host memory (CPU run)" if cpu else "Device memory"
+    specs.append(("memory", mem_title, "GB, highest allocated", mem_names, "mem"))
+    if not cpu:
+        specs.append(("host-memory", "Host memory", "GB used", HOST_MEM, "mem"))
+    out = []
+    for pid, title, unit, names, kind in specs:
+        key = next((n for n in names if n in keys), names[0])
+        per_node = sorted(k for k in keys if kind and k.startswith(key + "/"))
+        if per_node:
+            series = [Series(k[len(key) + 1 :], series_of(run.records, k)) for k in per_node]
+            note = "per node"
+        else:
+            series = [Series(key, series_of(run.records, key))]
+            note = "the maximum over ranks, as verl reports it (no per-node series in the stream)" if kind else ""
+        metrics = {key, *per_node, *names}
+        marks = []
+        for a in run.alerts:
+            step = _alert_step(a)
+            if step is None:
+                continue
+            y = finite(a.get("value")) if a.get("metric") in metrics else None
+            marks.append(Mark(float(step), _alert_label(a), y))
+        out.append(Plot(pid, title, unit, series, marks, note))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ render
+
+CSS = (
+    BASE_CSS
+    + PLOT_CSS
+    + """
+table.list{border-collapse:collapse;width:100%;font-size:12px;table-layout:fixed}
+table.list th,table.list td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}
+.finding{border-left:4px solid var(--fail);padding:4px 10px;margin:6px 0}
+.finding h3{font-size:14px;margin:0 0 4px}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:6px;font-size:11px;overflow-x:auto;
+white-space:pre-wrap;overflow-wrap:anywhere;max-height:320px}
+.note{color:var(--mute);font-size:12px;margin:6px 0 0}
+.standin{background:#f3eefc;border:1px solid #6f42c1;border-radius:6px;padding:4px 10px;margin-top:8px}
+"""
+)
+
+
+def _value(entry: Any) -> Any:
+    return entry.get("value") if isinstance(entry, dict) else entry
+
+
+def _state(run: Run) -> tuple[str, str]:
+    if run.outcome is None:
+        return "warn", "running (no outcome.json yet)"
+    code = run.outcome.get("exit_code")
+    return ("ok", "ended: exit code 0") if code == 0 else ("fail", f"failed: exit code {code}")
+
+
+def header(run: Run) -> str:
+    s = run.settings
+    values = {k: _value(v) for k, v in (s.get("settings") or {}).items()} if isinstance(s.get("settings"), dict) else {}
+    recipe = s.get("recipe") or "recipe not recorded"
+    title = f"Run: {recipe}" + (f" / {values['EXPERIMENT_NAME']}" if values.get("EXPERIMENT_NAME") else "")
+    sim = '<span class="sim">SIMULATED cluster</span>' if s.get("standin") else ""
+    rows = [
+        ("run folder", str(run.path)),
+        ("host", s.get("host", "not recorded")),
+        ("started", s.get("started_utc", "not recorded")),
+        ("ended", (run.outcome or {}).get("ended_utc", "not yet")),
+        ("cluster", s.get("cluster", "not recorded")),
+        ("resumed from step", s.get("resumed_from_step")),
+        ("page made", f"{utc_now()} from commit {source_commit()}"),
+    ]
+    rows += [(k, values[k]) for k in IDENTITY if k in values]
+    meta = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows if v is not None)
+    st, said = _state(run)
+    steps = [r["step"] for r in run.records]
+    total = s.get("total_steps") or values.get("TOTAL_TRAINING_STEPS")
+    secs = [v for r in run.records if (v := finite(r["data"].get("timing_s/step"))) is not None]
+    cards = [(st, f"<b>{esc(said)}</b>")]
+    cards.append(("ok", f"step <b>{steps[-1] if steps else 0}</b>" + (f" of {esc(total)}" if total else "")))
+    if secs:
+        cards.append(("ok", f"median step <b>{statistics.median(secs):.1f}</b> s"))
+    cards.append(("fail" if run.alerts else "ok", f"<b>{len(run.alerts)}</b> alerts"))
+    if run.lost:
+        cards.append(("fail", f"<b>{len(run.lost)}</b> nodes lost"))
+    card_html = '<div class="cards">' + "".join(f'<div class="card {c}">{t}</div>' for c, t in cards) + "</div>"
+    standin = f'<p class="standin" id="standin">{esc(s["standin"])}</p>' if s.get("standin") else ""
+    nxt = (run.outcome or {}).get("next")
+    nxt_html = f'<p class="note" id="next">next: {esc(nxt)}</p>' if nxt else ""
+    return (
+        f'<header class="top"><h1>{esc(title)}{sim}</h1><table class="meta" id="meta">{meta}</table>'
+        f"{card_html}{standin}{nxt_html}</header>"
+    )
+
+
+def alerts_section(run: Run) -> str:
+    if not run.alerts:
+        return '<section id="alerts"><h2>Alerts</h2><p>None raised.</p></section>'
+    cols = ("step", "rule", "metric", "value", "threshold", "stops run", "alert")
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{esc(x)}</td>"
+            for x in (
+                a.get("step", "-"),
+                a.get("rule", ""),
+                a.get("metric", ""),
+                a.get("value", ""),
+                a.get("threshold", ""),
+                "yes" if a.get("stops_run") else "no",
+                _alert_label(a),
+            )
+        )
+        + "</tr>"
+        for a in run.alerts
+    )
+    return (
+        f'<section id="alerts"><h2>Alerts ({len(run.alerts)}), marked on the plots at their step</h2>'
+        f'<table class="list"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>'
+    )
+
+
+def diagnosis_section(run: Run) -> str:
+    failed = run.outcome is not None and run.outcome.get("exit_code") != 0
+    if run.diagnosis is None:
+        if not failed:
+            return ""
+        return (
+            '<section id="diagnosis"><h2>Diagnosis</h2><p>No diagnosis.json in the run folder; fix: run '
+            f"<code>verl-recipe diagnose {esc(run.path)}</code></p></section>"
+        )
+    out = ['<section id="diagnosis"><h2>Diagnosis</h2>']
+    findings = [f for f in run.diagnosis.get("findings") or [] if isinstance(f, dict)]
+    for f in findings:
+        where = f"{f.get('file', '')}:{f.get('line', '')}" if f.get("file") else ""
+        out.append(
+            f'<div class="finding" data-id="{esc(f.get("id", ""))}"><h3>{esc(f.get("title", f.get("id", "")))}</h3>'
+            f"<p><b>cause</b>: {esc(f.get('cause', ''))}</p><p><b>fix</b>: {esc(f.get('fix', ''))}</p>"
+            f"<p><b>next time</b>: {esc(f.get('prevent', ''))}</p>"
+            + (f'<p class="note">{esc(where)}</p>' if where else "")
+            + (f"<pre>{esc(f['excerpt'])}</pre>" if f.get("excerpt") else "")
+            + "</div>"
+        )
+    unknown = run.diagnosis.get("unknown")
+    if isinstance(unknown, dict):
+        out.append("<p>No known failure signature matched. The last error block:</p>")
+        out.append(f'<pre id="last-error">{esc(unknown.get("last_error_block", ""))}</pre>')
+        logs = unknown.get("logs")
+        if logs:
+            out.append(
+                f'<p class="note">logs: {esc(", ".join(map(str, logs)) if isinstance(logs, list) else logs)}</p>'
+            )
+    if not findings and not isinstance(unknown, dict):
+        out.append("<p>No finding.</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def lost_section(run: Run) -> str:
+    if not run.lost:
+        return ""
+    items = "".join(
+        f"<li>{esc(n.get('host', '?'))} ({esc(n.get('ip', '?'))})</li>" if isinstance(n, dict) else f"<li>{esc(n)}</li>"
+        for n in run.lost
+    )
+    return f'<section id="lost"><h2>Nodes lost</h2><ul>{items}</ul></section>'
+
+
+def render(run: Run) -> str:
+    figs = "".join(svg_plot(p) for p in plots(run))
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in run.notes)
+    body = (
+        header(run)
+        + diagnosis_section(run)
+        + lost_section(run)
+        + f'<section id="plots"><h2>Over steps ({len(run.records)} steps in {METRICS})</h2>'
+        + f'<div class="plots">{figs}</div>{notes}</section>'
+        + alerts_section(run)
+    )
+    refresh = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if run.outcome is None else ""
+    title = f"Run {run.settings.get('recipe', '')} {run.path.name}".strip()
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">{refresh}'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{body}</main></body></html>\n"
+    )
+
+
+def write_run_page(run_dir: Path) -> Path:
+    """Draw run_dir/run.html from the run folder (atomically: temp file + rename) and return its path.
+
+    Raises RunPageError for a folder that is no run folder, OSError when the page cannot be written."""
+    run = load_run(run_dir)
+    return write_atomic(Path(run_dir) / RUN_PAGE, render(run))
+
+
+def is_run_dir(arg: str) -> bool:
+    p = Path(arg)
+    return p.is_dir() and ((p / METRICS).exists() or (p / "settings.json").exists())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="verl-recipe report", description="Write RUN_DIR/run.html, the run page, from a run folder."
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (LOG_DIR/<project>/<experiment>/runs/<stamp>)")
+    ns = parser.parse_args(argv)
+    try:
+        dest = write_run_page(Path(ns.run_dir))
+    except RunPageError as exc:
+        error(exc)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        error(f"cannot write {Path(ns.run_dir) / RUN_PAGE}: {exc}; fix: make the run folder writable")
+        return EXIT_BAD_INPUT
+    print(f"run page: {dest.resolve().as_uri()}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
