@@ -31,8 +31,13 @@ sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write 
 SEED_RECIPES ?= qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b
 
 .PHONY: sim-seed
-sim-seed: ## Placeholder model and data for SEED_RECIPES on the cluster's shared storage (simulation only; needs verl-recipe:sim)
-	docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -v '$(SIM_NAME)-shared:/mnt/shared' \
+# With the simulated site's launch settings (simctl.py site-launch), as the cluster's services read them: the FSDP
+# recipe gets a real tiny checkpoint and data that the CPU stand-ins train on, the others placeholders.
+sim-seed: venv ## Model and data for SEED_RECIPES on the cluster's shared storage (simulation only; needs verl-recipe:sim)
+	mkdir -p build
+	$(SIMCTL) site-launch > build/$(SIM_NAME)-site.yaml
+	docker run --rm --network none -e VERL_RECIPE_SIMULATED=1 -e VERL_RECIPE_SITE=/etc/verl-recipe/site.yaml \
+	  -v '$(CURDIR)/build/$(SIM_NAME)-site.yaml:/etc/verl-recipe/site.yaml:ro' -v '$(SIM_NAME)-shared:/mnt/shared' \
 	  --entrypoint bash verl-recipe:sim -c 'for r in $(SEED_RECIPES); do verl-recipe prepare-data "$$r" --synthetic || exit 1; done'
 
 .PHONY: sim-status

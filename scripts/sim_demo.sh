@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the simulated cluster, end to end and for real except the chips:
 #   simulated A3 hosts -> deploy.yml over SSH (preflight, image fan-out, node.env, Ray services)
-#   -> `docker compose run train-397b --rehearse` on the head host.
+#   -> `docker compose run train-397b --rehearse` on the head host
+#   -> `docker compose run train-35b-fsdp`: verl's own GRPO trainer for 3 steps on the CPU stand-ins (DEVICE=cpu,
+#      the simulated site's tiny layout: one FSDP2 rank on each of two hosts).
 # NODES=16 keeps the recipe's layout unchanged; fewer nodes scale it (scripts/sim_scale.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,7 @@ if [ "$KEEP" != 1 ]; then
   trap 'make --no-print-directory sim-down SIM_NAME="$SIM_NAME" >/dev/null' EXIT
 fi
 
-step "shared storage: placeholder model and data for every recipe (simulation only)"
+step "shared storage: a tiny random model and data for training, placeholders for the other recipes (simulation only)"
 make --no-print-directory sim-seed SIM_NAME="$SIM_NAME"
 
 step "deploy.yml"
@@ -34,4 +36,7 @@ step "docker compose run $service --rehearse on a3-01"
 scale=$($PY scripts/sim_scale.py "$RECIPE" "$NODES")
 # shellcheck disable=SC2029  # the command is meant to be expanded here, on the control node
 ssh -F "$inv/ssh_config" a3-01 "cd /opt/verl-recipe && docker compose run --rm $service --rehearse $scale"
+
+step "docker compose run train-35b-fsdp on a3-01: verl's trainer, 3 steps on the CPU stand-ins"
+ssh -F "$inv/ssh_config" a3-01 "cd /opt/verl-recipe && docker compose run --rm train-35b-fsdp"
 step "done in $(( $(date +%s) - t0 )) s"

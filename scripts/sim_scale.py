@@ -42,8 +42,8 @@ def scaled(recipe_name: str, nodes: int) -> list[str]:
     mini = s["PPO_MINI_BATCH_SIZE"] if (s["PPO_MINI_BATCH_SIZE"] * n) % dp == 0 else dp // math.gcd(dp, n)
     out["TRAIN_BATCH_SIZE"], out["PPO_MINI_BATCH_SIZE"] = tbs, min(mini, tbs)
     # Simulated dies hold no model: a layout scaled down for the simulation may not fit a real die, so the
-    # memory plan reports it as a warning instead of refusing (docs/memory.md).
-    out["MEMORY_CHECK"] = "warn"
+    # memory plan says so in one line instead of refusing (docs/memory.md).
+    out["MEMORY_CHECK"] = "scaled"
     return [f"--set {k}={v}" for k, v in out.items()]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = REPO / "entrypoints" / "verl_recipe" / "recipes"
+# A host (DNS name or IP address) or user name: never an ssh option, never words for a shell.
+SSH_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
 
 
 def fail(msg: str) -> int:
@@ -65,6 +68,11 @@ def head_ssh(inv: dict, inv_dir: Path) -> tuple[list[str], str, str]:
         cmd += ["-i", str(key if key.is_absolute() else inv_dir / key)]
     cmd += shlex.split(str(hv.get("ansible_ssh_common_args", "")))
     user = hv.get("ansible_user")
+    # The destination goes after `--` (ssh then reads no option from it); a value that is no host name is refused
+    # here too, as deploy.yml's validation refuses it.
+    for name, value in (("ansible_host", target), ("ansible_user", user)):
+        if value is not None and not SSH_WORD.fullmatch(str(value)):
+            raise ValueError(f"{head}: {name}={str(value)[:80]!r} is not a plain host or user name")
     install_dir = str(hv.get("site_install_dir", "/opt/verl-recipe"))
     return cmd, (f"{user}@{target}" if user else str(target)), install_dir
 
@@ -91,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in ns.args if a != "--"]
     remote = f"cd {shlex.quote(install_dir)} && docker compose run --rm {service} {shlex.join(args)}".rstrip()
     # A terminal gets a terminal on the head, so Ctrl-C reaches the run; pipes stream plainly.
-    cmd = [*ssh, *(["-tt"] if sys.stdin.isatty() else []), target, remote]
+    cmd = [*ssh, *(["-tt"] if sys.stdin.isatty() else []), "--", target, remote]
     if ns.print_only:
         print(shlex.join(cmd))
         return 0

@@ -193,7 +193,7 @@ class SimCluster:
         probe = (
             "sudo sh -c 'for f in /etc/security/limits.d/90-verl-recipe.conf /etc/sysctl.d/90-verl-recipe.conf "
             '/etc/docker/daemon.json /opt/verl-recipe/node.env; do echo "== $f"; cat $f 2>/dev/null; done; '
-            "ls -la /opt/verl-recipe /var/tmp/verl-recipe-image 2>&1 | grep -v total; "
+            "ls -la /opt/verl-recipe /var/lib/verl-recipe/image-stage 2>&1 | grep -v total; "
             "docker ps -a --format {{.Names}} 2>&1; docker images -q 2>&1'"
         )
         return {h: str(self.shell(h, probe, timeout=300).stdout) for h in self.hosts}

@@ -21,6 +21,7 @@ import ipaddress
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -238,6 +239,66 @@ def read_vnic_ips(name: str, cluster: dict[str, Any]) -> dict[str, list[str]]:
         return dict(zip(hosts, pool.map(one, hosts), strict=True))
 
 
+# The simulated site's launch layout (inventory site_launch, deploy.yml's site.yaml on every host): the FSDP
+# recipe trains for real on the CPU stand-ins of verl-recipe:sim (DEVICE=cpu), with a tiny model and batch, one rank
+# on each of two hosts (a gloo collective across hosts); every other recipe keeps its real layout and stops where
+# the simulation ends. `make sim-seed` writes the model and data these paths name (simctl.py site-launch).
+TRAIN_RECIPE = "qwen3.5-35b-fsdp"
+STANDIN_MODEL = f"{SHARED_ROOT}/models/Qwen3.5-tiny-standin"
+STANDIN_DATA = f"{SHARED_ROOT}/data/gsm8k-standin"
+
+
+# The simulated site's one secret file (site_secret_files): random per cluster, root-only beside the inventory as the
+# Ray token is. Every run on the simulated cluster carries it to verl's workers (the stand-in rollout names it), and
+# tests/e2e/test_train_fsdp.py greps the run's records, logs and containers for its content.
+PLANTED_SECRET = "VERL_RECIPE_SIM_PLANTED_KEY"
+
+
+def planted_secret_file(inv: Path) -> Path:
+    path = inv / ".secrets" / "sim_planted_key"
+    if not path.is_file():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"sim-planted-{secrets.token_hex(20)}\n")
+    return path
+
+
+def yaml_block(key: str, value: Any, indent: int = 0) -> list[str]:
+    """A mapping as block YAML, one key a line (yamllint's line length); leaves as JSON, which YAML reads."""
+    pad = " " * indent
+    if not isinstance(value, dict) or not value:
+        return [f"{pad}{key}: {json.dumps(value)}"]
+    return [f"{pad}{key}:", *(line for k in sorted(value) for line in yaml_block(k, value[k], indent + 2))]
+
+
+def sim_site_launch(nodes: int) -> dict[str, Any]:
+    tiny = {
+        "DEVICE": "cpu",
+        "NNODES": min(2, nodes),
+        "NDEVICES_PER_NODE": 1,
+        "MODEL_PATH": STANDIN_MODEL,
+        "TRAIN_FILES": [f"{STANDIN_DATA}/train.parquet"],
+        "VAL_FILES": [f"{STANDIN_DATA}/test.parquet"],
+        "GEN_TP": 1,
+        "FSDP_SIZE": -1,
+        "TRAIN_BATCH_SIZE": 2,
+        "PPO_MINI_BATCH_SIZE": 2,
+        "PPO_MICRO_BATCH_SIZE_PER_GPU": 2,
+        "LOG_PROB_MICRO_BATCH_SIZE_PER_GPU": 2,
+        "ROLLOUT_N": 2,
+        "MAX_PROMPT_LENGTH": 32,
+        "MAX_RESPONSE_LENGTH": 16,
+        "LR": "1e-3",
+        "TOTAL_EPOCHS": 1,
+        "TOTAL_TRAINING_STEPS": 3,
+        "SAVE_FREQ": 1,
+        "VAL_BEFORE_TRAIN": False,
+        "LOGGER": ["console", "file"],
+    }
+    return {"recipes": {TRAIN_RECIPE: tiny}}
+
+
 def write_inventory(
     inv: Path, cluster: dict[str, Any], arch: str, link: str = "roce", vnic_ips: dict[str, list[str]] | None = None
 ) -> None:
@@ -301,6 +362,10 @@ def write_inventory(
         f"site_ray_port: {RAY_GCS_PORT}",
         f"site_dashboard_port: {RAY_DASHBOARD_PORT}",
         "site_install_dir: /opt/verl-recipe",
+        "# A planted secret file (simctl.py PLANTED_SECRET): it reaches verl's workers, and no record holds it",
+        f"site_secret_files: {{{PLANTED_SECRET}: {yaml_str(str(planted_secret_file(inv)))}}}",
+        "# Launch settings for the simulated cluster (simctl.py sim_site_launch)",
+        *yaml_block("site_launch", sim_site_launch(len(cluster["hosts"]))),
     ]
     (gv / "sim.yml").write_text("\n".join(site) + "\n")
 
@@ -697,6 +762,7 @@ def main(argv: list[str]) -> int:
     sub.add_parser("status")
     ln = sub.add_parser("link", help="rewrite the inventory of a running cluster for roce or hccs")
     ln.add_argument("mode")
+    sub.add_parser("site-launch", help="print the simulated site's launch settings (a site file, for make sim-seed)")
     f = sub.add_parser("fault")
     f.add_argument("host")
     f.add_argument("fault")
@@ -712,6 +778,8 @@ def main(argv: list[str]) -> int:
             fault(a)
         elif a.cmd == "link":
             link(a)
+        elif a.cmd == "site-launch":
+            print(json.dumps(sim_site_launch(len(hosts_of(a.name)) or 1), indent=2, sort_keys=True))
     except SimError as e:
         print(f"simctl: {e}", file=sys.stderr)
         return 1

@@ -2,7 +2,8 @@
 
 On the simulated cluster, `--synthetic` writes a config.json with the recipe model's real architecture, a
 placeholder weight file and placeholder data files, so every path check and the rehearsal run for real. They
-cannot train anything, and say so in their content.
+cannot train anything, and say so in their content. A launch with DEVICE=cpu (the simulated site's layout for the
+FSDP recipe) gets instead a real tiny random checkpoint and GSM8K-shaped data from the CPU stand-ins, which train.
 """
 
 from __future__ import annotations
@@ -38,7 +39,24 @@ def synthetic_config(arch: ModelArch) -> dict[str, Any]:
     }
 
 
+def write_standin(values: dict[str, Any]) -> None:
+    """DEVICE=cpu: a real tiny checkpoint and data the CPU stand-ins train on (verl_sim_standin.seed)."""
+    from .render import cpu_standin_overlay
+
+    cpu_standin_overlay()  # refuses with one line where the stand-ins are not installed
+    from verl_sim_standin.seed import write_data, write_model  # type: ignore[import-not-found]
+
+    write_model(Path(str(values["MODEL_PATH"])))
+    train, test = values["TRAIN_FILES"], values["VAL_FILES"]
+    write_data(Path(train[0]), Path(test[0]))
+    for name in ("CKPT_DIR", "LOG_DIR"):
+        Path(str(values[name])).mkdir(parents=True, exist_ok=True)
+
+
 def write_synthetic(recipe: Recipe, values: dict[str, Any]) -> None:
+    if values["DEVICE"] == "cpu":
+        write_standin(values)
+        return
     model = Path(str(values["MODEL_PATH"]))
     model.mkdir(parents=True, exist_ok=True)
     cfg = model / "config.json"

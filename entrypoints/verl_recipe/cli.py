@@ -1,7 +1,8 @@
 """`verl-recipe`: list, render, validate and launch Qwen3.5 GRPO recipes; doctor; cluster start-up.
 
 Exit codes: exitcodes.py (0 success; 2 bad input, every problem printed, one per line; 3 cluster not ready in
-time; 4 a real launch on the simulated cluster); other values are the training process's own exit code.
+time; 4 a real launch on the simulated cluster; 6 `compare` found a regression); other values are the training
+process's own exit code.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from .settings import SettingsError
 # Commands that parse their own arguments: listed in --help, and handed everything after their name.
 FORWARDED = {
     "doctor": "check this node and image against the versions manifest",
-    "report": "the readiness page (HTML) from preflight/rehearsal JSON reports",
+    "report": "the readiness page (HTML) from preflight/rehearsal JSON reports, or RUN_DIR/run.html from a run folder",
+    "diagnose": "known failure signatures in a run's logs: cause, fix, what prevents it next time",
+    "compare": "a run against a baseline run or file (verl's metrics); --save-baseline FILE saves one",
 }
 
 
@@ -99,6 +102,20 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
         from . import doctor
 
         return doctor.main(args)
+    if cmd == "diagnose":
+        from . import diagnose
+
+        return diagnose.main(args)
+    if cmd == "compare":
+        from . import compare
+
+        return compare.main(args)
+    from pathlib import Path
+
+    if len(args) == 1 and Path(args[0]).is_dir():  # a run folder: the run page
+        from . import runpage
+
+        return runpage.main(args)
     from . import readiness_page
 
     return readiness_page.main(args)

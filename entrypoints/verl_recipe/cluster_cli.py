@@ -18,6 +18,11 @@ from .problems import error, print_lines, refuse
 from .settings import SettingsError
 from .topology import DIES_PER_NODE
 
+# Said wherever a run on the CPU stand-ins appears (the head's output, settings.json): what is not real in it.
+STANDIN_NOTE = (
+    "verl's own trainer on the CPU STAND-INS of verl-recipe:sim (DEVICE=cpu): FSDP2 on gloo, rollout by Hugging "
+    "Face forward passes (not vLLM), a tiny random model; no NPU, HCCL or vLLM is exercised"
+)
 DEFAULT_JOIN_DEADLINE_S = 600.0
 DEFAULT_WAIT_DEADLINE_S = 900.0
 
@@ -66,8 +71,10 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 
     import ray
 
-    from .raynode import check_token_accepted, tcp_reachable
+    from .raynode import QUIET_RAY, check_token_accepted, tcp_reachable
 
+    for key, value in QUIET_RAY.items():
+        os.environ.setdefault(key, value)  # every client of the cluster as its nodes: no accelerator FutureWarning
     end = time.monotonic() + deadline_s
     while not tcp_reachable(ne.head_addr, ne.ray_port):
         if time.monotonic() > end:
@@ -144,6 +151,10 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     ne = from_environ()
     # verl is pointed at this cluster's head explicitly, never at whatever `auto` finds.
     os.environ.setdefault("RAY_ADDRESS", ne.gcs_address)
+    from .raynode import QUIET_RAY
+
+    for key, value in QUIET_RAY.items():
+        os.environ.setdefault(key, value)  # the driver (this process, then verl's) as the nodes
     req = request_of(ns, extra)
     launch, resolved, problems = prepare(req)
     if problems:
@@ -172,9 +183,13 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         ray.shutdown()
     from .launcher import end_of_simulation, run_launch
 
-    if ne.simulated:
-        return end_of_simulation(launch, resolved, {"cluster": ne.gcs_address}, EXIT_SIMULATED)
-    return run_launch(launch, resolved, {"cluster": ne.gcs_address}, members=members)
+    info: dict[str, Any] = {"cluster": ne.gcs_address}
+    if v["DEVICE"] == "cpu":
+        info["standin"] = STANDIN_NOTE
+        print(f"simulated cluster: {STANDIN_NOTE}", file=sys.stderr, flush=True)
+    elif ne.simulated:
+        return end_of_simulation(launch, resolved, info, EXIT_SIMULATED)
+    return run_launch(launch, resolved, info, members=members)
 
 
 def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any], guard: Any = None) -> int:
@@ -199,6 +214,7 @@ def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, An
         iters=ns.iters,
         timeout_s=ns.wait_deadline,
         guard=guard,
+        layout=v,
     )
     failed = "error" in summary or any(r.problems for r in reports)
     # As for a cluster that is not ready: a node was lost; the report names it.

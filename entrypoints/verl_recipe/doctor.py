@@ -44,6 +44,7 @@ from typing import Any
 from verl_recipe import a3facts
 from verl_recipe.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from verl_recipe.manifest import load_manifest, manifest_path
+from verl_recipe.settings import SettingsError, default_site_file, read_site_yaml
 from verl_recipe.topology import RAY_DASHBOARD_PORT
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
@@ -470,12 +471,34 @@ def check_nics(env: dict[str, str], sys_net: Path) -> list[Check]:
     return out
 
 
+def with_site_paths(env: dict[str, str]) -> dict[str, str]:
+    """The path settings the environment lacks, from the site file's site-wide part (deploy.yml's site.yaml holds
+    TRAIN_FILES and VAL_FILES; node.env holds the rest)."""
+    site = default_site_file(env)
+    if site is None or not site.is_file():
+        return env
+    try:
+        data = read_site_yaml(site)
+    except SettingsError:
+        return env  # the launch's own validation names what is wrong with the site file
+    if not isinstance(data, dict):
+        return env
+    merged = dict(env)
+    for var in PATH_VARS:
+        value = data.get(var)
+        if var not in merged and isinstance(value, (str, list)):
+            merged[var] = value if isinstance(value, str) else ",".join(str(v) for v in value)
+    return merged
+
+
 def check_paths(env: dict[str, str]) -> list[Check]:
     out: list[Check] = []
+    env = with_site_paths(env)
     for var in PATH_VARS:
         value = env.get(var, "")
         if not value:
-            out.append(Check(f"path:{var}", "fail", "not set", f"set {var} in node.env (deploy.yml writes it)"))
+            fix = f"set {var} in node.env or the site file (deploy.yml writes both)"
+            out.append(Check(f"path:{var}", "fail", "not set", fix))
             continue
         missing = [p for p in value.split(",") if p and not Path(p).exists()]
         if missing:

@@ -14,3 +14,7 @@ EXIT_BAD_INPUT = 2
 EXIT_NOT_READY = 3
 # A real (not --rehearse) launch on the simulated cluster: validated, rendered and recorded; verl not started.
 EXIT_SIMULATED = 4
+# A health rule named in HEALTH_STOP fired during a launch (health.py): verl was stopped.
+EXIT_HEALTH = 5
+# `compare`: a metric crossed its threshold against the baseline (6: 5 is left to the health rules' stop).
+EXIT_REGRESSION = 6

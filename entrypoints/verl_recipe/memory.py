@@ -46,6 +46,8 @@ class Coefficients:
     act_layer_working: float = 34.0  # one layer recomputed in full, flash attention (no 5as/h term): 34 s b h
     act_moe_per_routed_token: float = 2.0  # x (2h + 3f) per routed token copy: dispatch, fc1 (GLU), activation
     gdn_chunk_tokens: int = 64  # chunked delta rule: one fp32 (vh x kd x vd) state per 64-token chunk
+    # Bytes per logit where verl materialises them (its Megatron and FSDP actors without use_fused_kernels, which no
+    # recipe sets; verl docs/perf/perf_tuning.rst: entropy at [bsz*seq, V] x (4 + 2 + 1) on top of bf16 logits).
     logits_train: float = 14.0  # bytes per logit in the update: bf16 logits, clone, softmax, fp32 CE, backward
     logits_forward: float = 10.0  # bytes per logit in a forward-only log-prob: the same without the backward
     # vLLM (engine args; verl docs/examples/config.rst: the share of *total* device memory).
@@ -53,6 +55,14 @@ class Coefficients:
     gdn_state_bytes: float = 4.0  # fp32 recurrent state (config.json mamba_ssm_dtype float32)
     gdn_conv_bytes: float = 2.0
     vllm_reserved: float = 3.0 * GIB  # profiled activation peak at max_num_batched_tokens + graphs, assumed
+    # vllm-ascend holds more than gpu_memory_utilization while awake: 0.85 of a 64 GB die in use with 0.7 set
+    # (vllm-project/vllm-ascend#3368, Qwen3-Next, the same GDN hybrid), and 0.85 ran out of memory on an A3 die where
+    # 0.75 ran (#5020). Counted on top of the share in the rollout phase on NPU.
+    vllm_beyond_share_npu: float = 0.15
+    # Captured graphs are not offloaded when vLLM sleeps: "the memory stay[s] in gpu when update actor is running"
+    # (verl docs/perf/perf_tuning.rst, cudagraph_capture_sizes). Counted in every phase but the rollout while
+    # enforce_eager is false (verl's default). The size is assumed: no published measurement was found.
+    vllm_graph_pool_asleep: float = 2.0 * GIB
     # Collective buffers: each HCCL communicator takes 2 x HCCL_BUFFSIZE MB (CANN docs, HCCL_BUFFSIZE;
     # default 200); NCCL's are far smaller, 64 MiB per communicator assumed.
     hccl_buffers_per_comm: float = 2.0
@@ -98,6 +108,7 @@ VERL_DEFAULTS: dict[str, Any] = {
     f"{ARR}.actor.megatron.override_transformer_config.recompute_granularity": None,
     f"{ARR}.actor.megatron.override_transformer_config.recompute_num_layers": None,
     f"{ARR}.model.enable_gradient_checkpointing": True,
+    f"{ARR}.rollout.enforce_eager": False,
 }
 PHASES = ("rollout", "log-prob", "update", "weight-sync")
 
@@ -481,12 +492,27 @@ def estimate(recipe_name: str, engine: str, m: ModelArch, v: Mapping[str, Any], 
         phases, host = _megatron(m, lay, v, knobs, rollout_terms, vllm_w, has_ref, bucket, t_update, t_logprob)
     else:
         phases, host = _fsdp(m, lay, v, knobs, rollout_terms, vllm_w, has_ref, bucket, t_update, t_logprob)
-    if lay.device == "npu":  # vLLM sleep level 1 keeps its weights in host memory on NPU
-        host.append(Term("vLLM weights asleep (sleep level 1)", vllm_w))
+    _vllm_outside_share(phases, lay, knobs, cap)
+    # vLLM's sleep level 1 (verl's hybrid engine) copies the weights to host memory and frees the KV cache, on GPUs
+    # as on NPUs (vLLM docs, sleep mode; CuMemAllocator backs up the "weights" pool to pinned CPU memory).
+    host.append(Term("vLLM weights asleep (sleep level 1)", vllm_w))
     host_node = [Term(t.name, t.bytes * lay.ndev) for t in host]
     ram = v.get("HOST_MEM_GIB")
     host_bytes = float(ram) * GIB if ram not in (None, "", 0, "0") and float(ram) > 0 else None
     return Estimate(recipe_name, cap, phases, host_node, host_bytes, info)
+
+
+def _vllm_outside_share(phases: list[PhaseEstimate], lay: Layout, knobs: Knobs, cap: float) -> None:
+    """What vLLM keeps on the die outside GEN_MEM_UTIL x die: beyond its share while awake (vllm-ascend), and its
+    captured graphs while asleep. Not part of the trainer's fragmentation margin."""
+    graphs = not knobs.flag(f"{ARR}.rollout.enforce_eager")
+    for pe in phases:
+        if pe.phase == "rollout":
+            if lay.device == "npu":
+                share = COEF.vllm_beyond_share_npu
+                pe.terms.append(Term(f"vLLM beyond GEN_MEM_UTIL on vllm-ascend ({share:.0%} of the die)", share * cap))
+        elif graphs:
+            pe.terms.append(Term("vLLM graph pool (kept while vLLM sleeps)", COEF.vllm_graph_pool_asleep))
 
 
 def _megatron(

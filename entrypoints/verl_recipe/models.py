@@ -73,6 +73,11 @@ QWEN35_397B = ModelArch("qwen3.5-397b-a17b", "qwen3_5_moe", 60, 4096, 32, 2, 512
 
 MODELS: dict[str, ModelArch] = {m.name: m for m in (QWEN35_35B, QWEN35_122B, QWEN35_397B)}
 
+# config.json key of the simulated cluster's tiny random checkpoint (verl_sim_standin.seed). Such a checkpoint is
+# read like a real one: its numbers replace the recipe's in every layout rule; only the "is this the recipe's model"
+# comparison is waived, and only with DEVICE=cpu (checks/paths.py).
+TINY_STANDIN_KEY = "verl_recipe_sim_tiny"
+
 # config.json field -> ModelArch field. Qwen3.5 nests the text tower under "text_config".
 _CONFIG_FIELDS = {
     "num_hidden_layers": "num_layers",

@@ -23,10 +23,14 @@ from .problems import error
 from .recipes import Recipe
 from .render import render
 from .resolve import Request, resolve
+from .settings import MAX_NODES
 
 CRITERION = "fewest pipeline stages, then most headroom per die, then least host memory per node"
 MAX_PP = 16
 SEARCH_NODES_UP_TO = 64
+# The search for the smallest cluster that fits stops after this many memory estimates (about 0.3 ms each): a
+# site whose HOST_MEM_GIB no layout fits would otherwise wait a minute for every node count up to 64.
+SEARCH_ESTIMATES = 12000
 
 
 @dataclass
@@ -54,6 +58,9 @@ class PlanResult:
     rejected_by_memory: int = 0
     smallest_nodes: int | None = None
     host_checked: bool = False
+    estimates: int = 0  # memory estimates this search made
+    searched_up_to: int = 0  # the largest node count the smallest-cluster search tried in full
+    search_stopped: bool = False  # it ran out of SEARCH_ESTIMATES before SEARCH_NODES_UP_TO
 
     def to_dict(self, top: int) -> dict[str, Any]:
         return {
@@ -132,19 +139,42 @@ def rank(c: Candidate) -> tuple[int, float, float]:
     return c.layout.get("PP", 1), -round(c.est.headroom / GIB, 1), c.est.host_total
 
 
-def plan_for(recipe: Recipe, base: dict[str, Any], knobs: Knobs, nodes: int, *, first_only: bool = False) -> PlanResult:
+def plan_for(
+    recipe: Recipe,
+    base: dict[str, Any],
+    knobs: Knobs,
+    nodes: int,
+    *,
+    first_only: bool = False,
+    budget: int | None = None,
+) -> PlanResult:
     values = {**base, "NNODES": nodes}
     world = nodes * int(values["NDEVICES_PER_NODE"])
     result = PlanResult(recipe.name, nodes, host_checked=bool(base.get("HOST_MEM_GIB")))
     own = {k: int(base[k]) for k in ("GEN_TP", "GEN_DP", "GEN_EP")}
     rollouts = [r for r in _rollout_layouts(recipe, world, own) if _rules_ok(recipe, {**values, **r}, knobs, "rollout")]
+    # Host memory is the trainer's offloaded state plus vLLM's sleeping weights (memory.estimate): least with the
+    # rollout that keeps the fewest weights per die. A trainer whose host memory misses HOST_MEM_GIB with that one
+    # misses it with every rollout, and is rejected after one estimate instead of one per rollout.
+    lightest = None
+    if result.host_checked and rollouts:
+        lightest = min(rollouts, key=lambda r: vllm_weight_bytes(recipe.model, r["GEN_TP"], r["GEN_DP"]))
     for trainer in _trainer_layouts(recipe, world, int(values["NDEVICES_PER_NODE"])):
         if not _rules_ok(recipe, {**values, **trainer}, knobs, "trainer"):
             result.rejected_by_rules += 1
             continue
+        if lightest is not None:
+            result.estimates += 1
+            floor = estimate(recipe.name, recipe.engine, recipe.model, {**values, **trainer, **lightest}, knobs)
+            if not floor.host_fits():
+                result.rejected_by_memory += 1
+                continue
         best = None
         for r in rollouts:
+            if budget is not None and result.estimates >= budget:
+                return result
             layout = {**trainer, **r}
+            result.estimates += 1
             est = estimate(recipe.name, recipe.engine, recipe.model, {**values, **layout}, knobs)
             if not memory_problems(est, recipe.name, nodes)[0]:
                 best = Candidate(layout, est)
@@ -166,10 +196,18 @@ def plan(req: Request, nodes: int) -> PlanResult:
     base = dict(resolved.values)
     result = plan_for(recipe, base, knobs, nodes)
     if not result.fitting:
+        spent = 0
+        result.searched_up_to = nodes
         for n in range(nodes + 1, SEARCH_NODES_UP_TO + 1):
-            if plan_for(recipe, base, knobs, n, first_only=True).fitting:
+            found = plan_for(recipe, base, knobs, n, first_only=True, budget=SEARCH_ESTIMATES - spent)
+            spent += found.estimates
+            if found.fitting:
                 result.smallest_nodes = n
                 break
+            if spent >= SEARCH_ESTIMATES:
+                result.search_stopped = True
+                break
+            result.searched_up_to = n
     return result
 
 
@@ -179,7 +217,8 @@ def table(result: PlanResult, top: int) -> str:
         where = (
             f"the smallest cluster that fits is {result.smallest_nodes} nodes"
             if result.smallest_nodes
-            else f"none fits up to {SEARCH_NODES_UP_TO} nodes with these batch sizes and lengths"
+            else f"none fits up to {result.searched_up_to} nodes with these batch sizes and lengths"
+            + (f" (the search stops after {SEARCH_ESTIMATES} layouts)" if result.search_stopped else "")
         )
         lines.append(
             f"no layout fits: {result.rejected_by_rules} trainer layouts break a rule, "
@@ -222,6 +261,9 @@ def cmd_plan(req: Request, nodes: int, top: int, as_json: bool) -> int:
     """Exit 0 when a layout fits, 2 when none does (with the smallest cluster that fits, if any)."""
     if nodes < 1 or top < 1:
         error(f"--nodes={nodes} --top={top}: must be >= 1; fix: give positive numbers")
+        return EXIT_BAD_INPUT
+    if nodes > MAX_NODES:
+        error(f"--nodes={nodes}: more than verl-recipe's bound of {MAX_NODES} nodes; fix: give at most {MAX_NODES}")
         return EXIT_BAD_INPUT
     result = plan(req, nodes)
     sys.stdout.write(to_json(result, top) if as_json else table(result, top))

@@ -53,6 +53,7 @@ def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resol
         env_overrides=resolved.env_overrides,
         path_checks=not req.skip_path_checks,
         compose=do_compose,
+        secret_files=resolved.secret_files,
     )
     print_lines([*resolved.warnings, *notes])
     return launch, resolved, [str(p) for p in problems]

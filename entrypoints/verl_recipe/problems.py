@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 
 from .exitcodes import EXIT_BAD_INPUT
 
+# What would break a problem over lines or hide part of it in a terminal: every control character but tab, and what
+# str.splitlines() also splits on (file/group/record separators, NEL, line and paragraph separators).
+_BREAKS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(message: object) -> str:
+    """The message as one printable line: a user's value with a newline or an escape in it is shown escaped."""
+    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode(), str(message))
+
 
 def print_lines(lines: Iterable[object]) -> None:
     for line in lines:
-        print(line, file=sys.stderr)
+        print(one_line(line), file=sys.stderr)
 
 
 def refuse(problems: list[str], recipe: str) -> int:
@@ -21,4 +31,4 @@ def refuse(problems: list[str], recipe: str) -> int:
 
 
 def error(message: object, *, flush: bool = False) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=flush)
+    print(f"error: {one_line(message)}", file=sys.stderr, flush=flush)

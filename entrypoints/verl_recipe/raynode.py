@@ -22,8 +22,12 @@ from types import FrameType
 from .exitcodes import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK
 from .nodeenv import NodeEnv
 from .problems import error
-from .topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS
+from .topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS, SIM_CPU_RANKS_PER_NODE
 
+# Ray 2.54 prints a FutureWarning in every worker that it will stop overriding the accelerator variables of
+# zero-accelerator tasks; verl sets NOSET for the dies anyway, so the new behaviour changes nothing here and the
+# operator cannot act on the warning. Opting in (Ray's own switch) silences it at the source.
+QUIET_RAY = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}
 SIM_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # per simulated node: 16 of them share one small machine
 _DIE = re.compile(r"^davinci(\d+)$")
 
@@ -144,6 +148,14 @@ def node_resources(ne: NodeEnv) -> tuple[int, int]:
     return ne.dies, cpus
 
 
+def node_custom_resources(ne: NodeEnv, dies: int) -> dict[str, int]:
+    """The dies as Ray's NPU resource; on the simulated cluster also its CPU rank slots (topology.py)."""
+    res = {"NPU": dies}
+    if ne.simulated:
+        res["cpu"] = SIM_CPU_RANKS_PER_NODE
+    return res
+
+
 def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool) -> list[str]:
     argv = [
         "ray",
@@ -151,7 +163,7 @@ def ray_start_argv(role: str, ne: NodeEnv, dies: int, cpus: int, dashboard: bool
         "--block",
         f"--node-ip-address={ne.ip}",
         f"--num-cpus={cpus}",
-        f"--resources={json.dumps({'NPU': dies}, separators=(',', ':'))}",
+        f"--resources={json.dumps(node_custom_resources(ne, dies), separators=(',', ':'))}",
         f"--node-name={ne.name}",
         "--disable-usage-stats",
     ]
@@ -176,6 +188,7 @@ def node_environment(ne: NodeEnv, dies: int) -> dict[str, str]:
     """Exported before `ray start`: Ray workers inherit the raylet's environment, not the driver's."""
     env = dict(os.environ)
     env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+    env.update(QUIET_RAY)
     env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
     if ne.simulated:
         # 48 logical CPUs per simulated host on a 2-core machine: Ray would prestart 48 idle workers per node.

@@ -34,6 +34,11 @@ class NodeReport:
     allreduce_ms: float | None = None
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
+    # The all-to-all of the expert-parallel groups this node is in: its slowest pattern's median time, the bus
+    # bandwidth that gives, and the peer node of its slowest pair.
+    alltoall_ms: float | None = None
+    alltoall_busbw_gbps: float | None = None
+    alltoall_slowest_peer: str | None = None
 
 
 def probe(paths: dict[str, list[str]], env_keys: tuple[str, ...]) -> dict[str, Any]:
@@ -96,6 +101,74 @@ def _dial(targets: list[tuple[str, int]], timeout_s: float) -> list[tuple[str, i
         return [r for r in pool.map(one, targets) if r is not None]
 
 
+def expert_parallel_groups(world: int, pp: int, ep: int, etp: int) -> list[list[int]]:
+    """The expert-model-parallel groups Megatron-Core 0.16.0 builds (parallel_state.py, initialize_model_parallel:
+    the expert RankGenerator over tp=ETP, ep=EP, dp=world/(ETP*EP*PP), pp=PP in the default order "tp-cp-ep-dp-pp",
+    cp=1; `get_ranks("ep")`). The alltoall token dispatcher exchanges tokens over exactly these groups.
+
+    A rank is etp + ETP*(ep + EP*(edp + EDP*pp)): one group per (etp, edp, pp), its EP members ETP apart, the groups
+    listed with etp varying fastest, then edp, then pp, as Megatron lists them."""
+    if min(world, pp, ep, etp) < 1 or world % (etp * ep * pp):
+        raise ValueError(f"world {world} is not a multiple of ETP*EP*PP = {etp}*{ep}*{pp}")
+    edp = world // (etp * ep * pp)
+    return [
+        [t + etp * (e + ep * (d + edp * q)) for e in range(ep)]
+        for q in range(pp)
+        for d in range(edp)
+        for t in range(etp)
+    ]
+
+
+def alltoall_patterns(values: dict[str, Any], world: int) -> list[dict[str, Any]]:
+    """The all-to-all groups of a layout, over its ranks (rank r on node r // dies, as verl places them): the
+    training EP groups (Megatron, EP > 1), then the rollout's (vLLM's EP spans one replica's GEN_TP x GEN_DP ranks,
+    replicas on consecutive ranks) when GEN_EP > 1 and they differ from the training groups."""
+    out: list[dict[str, Any]] = []
+    ep = int(values.get("EP") or 1)
+    train: list[list[int]] = []
+    if ep > 1:
+        pp, tp = int(values.get("PP") or 1), int(values.get("TP") or 1)
+        etp = int(values.get("ETP") or tp)  # megatron-core: expert_tensor_parallel_size None means TP
+        if world % (etp * ep * pp) == 0:  # otherwise validation has refused the layout already
+            train = expert_parallel_groups(world, pp, ep, etp)
+            out.append({"pattern": "train EP", "size": ep, "groups": train})
+    gen_ep = int(values.get("GEN_EP") or 1)
+    if gen_ep > 1 and world % gen_ep == 0:
+        rollout = [list(range(i, i + gen_ep)) for i in range(0, world, gen_ep)]
+        if rollout != train:
+            out.append({"pattern": "rollout EP", "size": gen_ep, "groups": rollout})
+    return out
+
+
+def project_groups(groups: list[list[int]], dies: int, ranks_per_node: int) -> list[list[int]]:
+    """A layout's groups over the ranks the rehearsal runs (ranks_per_node on each node, rank j of node i being
+    i*ranks_per_node + j). With a rank per die this is the identity. With fewer (the simulation), a group becomes
+    the first ranks of each node it spans, as many as it has there up to ranks_per_node: the same node pairs
+    exchange, fewer streams per pair. Groups that project to the same ranks are timed once."""
+    if ranks_per_node >= dies:
+        return [list(g) for g in groups]
+    seen: dict[tuple[int, ...], None] = {}
+    for g in groups:
+        per_node: dict[int, int] = {}
+        for r in g:
+            per_node[r // dies] = per_node.get(r // dies, 0) + 1
+        ranks = tuple(n * ranks_per_node + j for n, c in per_node.items() for j in range(min(c, ranks_per_node)))
+        if len(ranks) > 1:
+            seen.setdefault(ranks, None)
+    return [list(g) for g in seen]
+
+
+def pair_rounds(n: int) -> list[list[tuple[int, int]]]:
+    """Every pair of n members exactly once, in rounds where each member is in at most one pair (the circle method):
+    n-1 rounds for even n, n for odd n (one member sits each round out)."""
+    m = n + (n % 2)
+    rounds = []
+    for r in range(m - 1):
+        pairs = [(r, m - 1)] + [((r + i) % (m - 1), (r - i) % (m - 1)) for i in range(1, m // 2)]
+        rounds.append([(min(a, b), max(a, b)) for a, b in pairs if max(a, b) < n])
+    return rounds
+
+
 class AllReduceRank:
     """One rank of the rehearsal collective; the first rank on each node also answers the cross-node TCP mesh."""
 
@@ -142,7 +215,14 @@ class AllReduceRank:
             s.bind(("", 0))
             return ip, int(s.getsockname()[1])
 
-    def run(self, master: tuple[str, int], numel: int, iters: int, timeout_s: float) -> dict[str, Any]:
+    def run(
+        self,
+        master: tuple[str, int],
+        numel: int,
+        iters: int,
+        timeout_s: float,
+        patterns: list[list[list[int]]] | None = None,
+    ) -> dict[str, Any]:
         import datetime
 
         import ray
@@ -192,6 +272,7 @@ class AllReduceRank:
                 if self.device == "npu":
                     torch.npu.synchronize()  # type: ignore[attr-defined]
                 times.append(time.perf_counter() - t)
+            alltoall = [self._alltoall(groups, numel, iters, dev) for groups in patterns or []]
         finally:
             dist.destroy_process_group()
         return {
@@ -199,7 +280,53 @@ class AllReduceRank:
             "ip": ray.util.get_node_ip_address(),
             "seconds": statistics.median(times),
             "correct": ok,
+            "alltoall": alltoall,
         }
+
+    def _alltoall(self, groups: list[list[int]], numel: int, iters: int, dev: str) -> dict[str, Any] | None:
+        """One pattern: every rank creates every group (torch.distributed requires it), then in this rank's group
+        the timed all_to_all_single of numel floats (numel/n to each member, as the dispatcher sends each expert
+        rank its tokens), then each pair alone: a round of the same call with a chunk to the partner only."""
+        import torch
+        import torch.distributed as dist
+
+        handles = [dist.new_group(g) for g in groups]
+        mine = next((i for i, g in enumerate(groups) if self.rank in g), None)
+        if mine is None:
+            dist.barrier()
+            return None
+        members, group = groups[mine], handles[mine]
+        n, me = len(members), groups[mine].index(self.rank)
+        chunk = max(1, numel // n)
+
+        def timed(send: list[int]) -> tuple[float, Any]:
+            x = torch.full((sum(send),), float(self.rank), dtype=torch.float32, device=dev)
+            y = torch.empty(sum(send), dtype=torch.float32, device=dev)  # symmetric splits: recv sizes = send sizes
+            dist.all_to_all_single(y, x, send, send, group=group)  # warm-up
+            out = []
+            for _ in range(iters):
+                dist.barrier(group=group)
+                t = time.perf_counter()
+                dist.all_to_all_single(y, x, send, send, group=group)
+                if self.device == "npu":
+                    torch.npu.synchronize()  # type: ignore[attr-defined]
+                out.append(time.perf_counter() - t)
+            return statistics.median(out), y
+
+        whole, got = timed([chunk] * n)
+        # chunk j came from member j: each rank's buffer holds its rank, so the first element of each chunk names it
+        correct = [float(v) for v in got.view(n, chunk)[:, 0].cpu().tolist()] == [float(m) for m in members]
+        pairs: dict[int, float] = {}
+        for pairing in pair_rounds(n):
+            partner = next((b if a == me else a for a, b in pairing if me in (a, b)), None)
+            send = [0] * n
+            if partner is not None:
+                send[partner] = chunk
+            t, _ = timed(send)  # every member calls it each round; one sitting out sends nothing
+            if partner is not None:
+                pairs[members[partner]] = t
+        dist.barrier()
+        return {"group": mine, "n": n, "bytes": chunk * n * 4, "seconds": whole, "pairs": pairs, "correct": correct}
 
 
 def _wait_ready(ray: Any, pgs: list[Any], timeout_s: float, guard: Guard | None = None) -> list[int]:
@@ -269,8 +396,10 @@ def rehearse(
     iters: int,
     timeout_s: float,
     guard: Guard | None = None,
+    layout: dict[str, Any] | None = None,
 ) -> tuple[list[NodeReport], dict]:
-    """Place, probe every bundle, dial every node pair, then the collective; each phase timed in the summary."""
+    """Place, probe every bundle, dial every node pair, then the collectives (the all-reduce, and the all-to-all
+    of each expert-parallel group of `layout`, the resolved settings); each phase timed in the summary."""
     from ray.util.placement_group import placement_group, remove_placement_group
 
     t0 = time.perf_counter()
@@ -308,7 +437,10 @@ def rehearse(
                 "port: the collective was not started (verl's rendezvous would hang there the same way)"
             )
             return done(list(placed.reports.values()))
-        _collective(ray, actors, actor_ip, placed.reports, tensor_mb, iters, timeout_s, guard, summary)
+        patterns = alltoall_patterns(layout or {}, nnodes * dies)
+        for pat in patterns:
+            pat["rehearsed"] = project_groups(pat["groups"], dies, ranks_per_node)
+        _collective(ray, actors, actor_ip, placed.reports, tensor_mb, iters, timeout_s, guard, summary, patterns)
         summary["collective_s"] = round(time.perf_counter() - t2, 3)
         return done(list(placed.reports.values()))
     except NodeLost as lost:
@@ -408,12 +540,17 @@ def _collective(
     timeout_s: float,
     guard: Guard | None,
     summary: dict[str, Any],
+    patterns: list[dict[str, Any]] | None = None,
 ) -> None:
-    """The timed all-reduce over every rank; per node the median time and the bandwidths it gives."""
+    """The timed all-reduce over every rank; per node the median time and the bandwidths it gives. Then the
+    all-to-all patterns (alltoall_summary)."""
     world = len(actors)
     master = _get(ray, actors[0].address.remote(), timeout_s, guard)
     numel = max(1, int(tensor_mb * 1e6 / 4))
-    results = _get(ray, [a.run.remote(master, numel, iters, timeout_s) for a in actors], timeout_s * 2, guard)
+    rehearsed = [p["rehearsed"] for p in patterns or []]
+    results = _get(
+        ray, [a.run.remote(master, numel, iters, timeout_s, rehearsed) for a in actors], timeout_s * 2, guard
+    )
     backend = "hccl" if summary["device"] == "npu" else "gloo"
     summary.update(world=world, tensor_mb=tensor_mb, iters=iters, backend=backend)
     per_node: dict[str, list[float]] = {}
@@ -431,6 +568,71 @@ def _collective(
         r.allreduce_ms = round(t * 1e3, 3)
         r.algbw_gbps = round(nbytes / t / 1e9, 4)
         r.busbw_gbps = round(r.algbw_gbps * 2 * (world - 1) / world, 4) if world > 1 else r.algbw_gbps
+    if patterns:
+        summary["alltoall"] = alltoall_summary(patterns, results, actor_ip, reports)
+
+
+def alltoall_summary(
+    patterns: list[dict[str, Any]], results: list[dict[str, Any]], actor_ip: list[str], reports: dict[str, NodeReport]
+) -> list[dict[str, Any]]:
+    """Per pattern: the groups (layout ranks and the ranks rehearsed), the slowest group's time, its bus bandwidth
+    and the slowest pair; per node (into `reports`) its slowest pattern's figures and the peer of its slowest pair.
+
+    Bus bandwidth as nccl-tests' alltoall computes it (doc/PERFORMANCE.md): algbw = S / t with S the bytes each rank
+    sends in all (its own chunk included), busbw = algbw x (n-1)/n, since 1/n of S stays on the rank."""
+    names = {ip: r.node for ip, r in reports.items()}
+    out = []
+    for k, pat in enumerate(patterns):
+        per_node: dict[str, list[tuple[float, int, int]]] = {}
+        pair_s: dict[tuple[int, int], float] = {}
+        for res in results:
+            a2a = (res.get("alltoall") or [None] * len(patterns))[k] if "error" not in res else None
+            if not a2a:
+                continue
+            ip = actor_ip[res["rank"]]
+            if not a2a["correct"]:
+                reports[ip].problems.append(f"rank {res['rank']}: {pat['pattern']} all-to-all delivered wrong chunks")
+            per_node.setdefault(ip, []).append((a2a["seconds"], a2a["bytes"], a2a["n"]))
+            for peer, t in a2a["pairs"].items():
+                key = (min(res["rank"], int(peer)), max(res["rank"], int(peer)))
+                pair_s[key] = max(t, pair_s.get(key, 0.0))  # a pair is as slow as its slower side
+
+        def bus(t: float, nbytes: int, n: int) -> float:
+            return round(nbytes / t / 1e9 * (n - 1) / n, 4)
+
+        node_rows = []
+        for ip, rows in per_node.items():
+            t = statistics.median(x[0] for x in rows)
+            bw = bus(t, rows[0][1], rows[0][2])
+            mine = [(s, pr) for pr, s in pair_s.items() if ip in (actor_ip[pr[0]], actor_ip[pr[1]])]
+            peer = None
+            if mine:
+                _, (a, b) = max(mine)
+                peer = names.get(actor_ip[b] if actor_ip[a] == ip else actor_ip[a])
+            r = reports[ip]
+            if r.alltoall_ms is None or t * 1e3 > r.alltoall_ms:
+                r.alltoall_ms, r.alltoall_busbw_gbps, r.alltoall_slowest_peer = round(t * 1e3, 3), bw, peer
+            node_rows.append({"node": names.get(ip, ip), "ms": round(t * 1e3, 3), "busbw_gbps": bw, "peer": peer})
+        slow_pair = None
+        if pair_s:
+            (a, b), t = max(pair_s.items(), key=lambda kv: kv[1])
+            slow_pair = {
+                "ranks": [a, b],
+                "nodes": [names.get(actor_ip[a], actor_ip[a]), names.get(actor_ip[b], actor_ip[b])],
+                "ms": round(t * 1e3, 3),
+            }
+        out.append(
+            {
+                "pattern": pat["pattern"],
+                "size": pat["size"],
+                "groups": len(pat["groups"]),
+                "layout_ranks": pat["groups"],
+                "rehearsed_ranks": pat["rehearsed"],
+                "nodes": sorted(node_rows, key=lambda x: x["node"]),
+                "slowest_pair": slow_pair,
+            }
+        )
+    return out
 
 
 def cross_node_mesh(
@@ -484,6 +686,22 @@ def format_report(reports: list[NodeReport], summary: dict[str, Any]) -> str:
         ms = f"{r.allreduce_ms:.2f}" if r.allreduce_ms is not None else "-"
         bw = f"{r.busbw_gbps:.3f}" if r.busbw_gbps is not None else "-"
         lines.append(f"{r.node:<12} {r.ip:<15} {r.bundles:>7} {ms:>12} {bw:>10}  {'; '.join(r.problems) or 'ok'}")
+    for pat in summary.get("alltoall") or []:
+        done = pat["rehearsed_ranks"]
+        sizes = "/".join(sorted({str(len(g)) for g in done}))
+        how = f"rehearsed as {len(done)} groups of {sizes} ranks" if done else "each within one node: not rehearsed"
+        lines.append(f"all-to-all {pat['pattern']} {pat['size']}: {pat['groups']} groups, {how}")
+        for row in pat["nodes"]:
+            lines.append(
+                f"  {row['node']:<12} {row['ms']:>10.2f} ms {row['busbw_gbps']:>10.3f} GB/s bus  slowest peer "
+                f"{row['peer'] or '-'}"
+            )
+        sp = pat.get("slowest_pair")
+        if sp:
+            lines.append(
+                f"  slowest pair: {sp['nodes'][0]} <-> {sp['nodes'][1]} (ranks {sp['ranks'][0]}, "
+                f"{sp['ranks'][1]}), {sp['ms']:.2f} ms"
+            )
     if "error" in summary:
         lines.append(f"error: {summary['error']}")
     return "\n".join(lines)

@@ -10,6 +10,9 @@ from typing import Any
 
 from .hydra_syntax import Raw, bare_key, hydra_value, quote
 from .recipes import Recipe, merge_hydra
+from .secretfiles import HOOK_KEY as SECRET_HOOK_KEY
+from .secretfiles import SECRET_FILES_ENV, SETUP_HOOK
+from .secretfiles import encode as encode_secret_files
 from .settings import (
     AS_IS,
     BY_NAME,
@@ -21,6 +24,7 @@ from .settings import (
     ZERO_IS_NULL,
     Resolved,
     Setting,
+    SettingsError,
 )
 from .workarounds import mm_cache_rule_active
 
@@ -50,14 +54,25 @@ class Launch:
         return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
+def with_env(launch: Launch, extra: dict[str, str]) -> Launch:
+    """The launch with more environment, for the driver and, through the job's runtime_env, every worker."""
+    env = {**launch.env, **extra}
+    overrides = dict(launch.overrides)
+    overrides.update({f"{RUNTIME_ENV_PREFIX}{k}": Raw(quote(v)) for k, v in sorted(extra.items())})
+    return Launch(launch.recipe, env, overrides, list(launch.extra), launch.memory)
+
+
 def experiment_dir(root: str, values: dict[str, Any]) -> str:
     return f"{root.rstrip('/')}/{values['PROJECT_NAME']}/{values['EXPERIMENT_NAME']}"
 
 
+# DEVICE -> verl's trainer.device; validate reads an extra override of trainer.device back through it.
+DEVICE_HYDRA = {"npu": "npu", "gpu": "cuda", "cpu": "cpu"}
+
 # One formatter per form of the settings table (settings.py): a setting's value -> its Hydra value.
 FORMS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     AS_IS: lambda value, values: value,
-    DEVICE_NAME: lambda value, values: "npu" if value == "npu" else "cuda",
+    DEVICE_NAME: lambda value, values: DEVICE_HYDRA.get(value, value),
     FILES: lambda value, values: value[0] if len(value) == 1 else list(value),  # verl takes a path or a list
     LIST: lambda value, values: list(value),
     EXPERIMENT_DIR: lambda value, values: experiment_dir(value, values),
@@ -93,6 +108,7 @@ RENDER_ORDER = (
     "SAVE_FREQ",
     "TEST_FREQ",
     "TOTAL_EPOCHS",
+    "TOTAL_TRAINING_STEPS",
     "VAL_BEFORE_TRAIN",
     "CKPT_DIR",
     "RESUME_MODE",
@@ -129,29 +145,75 @@ def settings_overrides(recipe: Recipe, values: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+class StandinMissing(SettingsError):
+    """DEVICE=cpu outside the simulated runtime: the CPU stand-ins are not installed here."""
+
+
+def cpu_standin_overlay() -> dict[str, Any]:
+    """What DEVICE=cpu adds to a launch: the stand-in package's own overlay (its names have one home there). It is
+    installed in verl-recipe:sim and the development venv only, never in the NPU image."""
+    try:
+        import verl_sim_standin  # type: ignore[import-not-found]
+    except ImportError:
+        raise StandinMissing(
+            "DEVICE=cpu runs verl on the simulated cluster's CPU stand-ins, which are not installed here (only in "
+            "verl-recipe:sim and the development venv); fix: DEVICE=npu on A3 hosts"
+        ) from None
+    return dict(verl_sim_standin.overlay())
+
+
+def device_parts(recipe: Recipe, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The device's own Hydra entries and launch environment."""
+    device = values["DEVICE"]
+    if device == "npu":
+        env = dict(recipe.npu_env)
+        dies = visible_dies(values["NDEVICES_PER_NODE"], recipe.engine)
+        env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
+        return recipe.npu_hydra, env
+    if device == "cpu":
+        standin = cpu_standin_overlay()
+        return dict(standin["hydra"]), {k: str(v) for k, v in standin["env"].items()}
+    return recipe.gpu_hydra, {}
+
+
+def visible_dies(n: Any, engine: str) -> int:
+    """NDEVICES_PER_NODE checked against its domain before the die list is built from it (render has no other
+    check, and a huge count would build a huge list)."""
+    spec = BY_NAME["NDEVICES_PER_NODE"]
+    assert spec.domain is not None
+    wrong = spec.domain.violation(n, engine) if isinstance(n, int) else "must be a whole number"
+    if wrong:
+        raise SettingsError(
+            f"NDEVICES_PER_NODE={n}: {wrong} ({spec.domain.why}); fix: set NDEVICES_PER_NODE {spec.domain.range_text()}"
+        )
+    return int(n)
+
+
 def launch_env(recipe: Recipe, resolved: Resolved) -> dict[str, str]:
     values = resolved.values
     env = dict(recipe.env)
-    if values["DEVICE"] == "npu":
-        env.update(recipe.npu_env)
-        env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(values["NDEVICES_PER_NODE"]))
+    env.update(device_parts(recipe, values)[1])
     if "tensorboard" in values["LOGGER"]:
         env["TENSORBOARD_DIR"] = experiment_dir(values["LOG_DIR"], values) + "/tensorboard"
     env.update(resolved.env_overrides)
+    if resolved.secret_files:  # where each worker reads its secrets; never their content (secretfiles.py)
+        env[SECRET_FILES_ENV] = encode_secret_files(resolved.secret_files)
     return env
 
 
 def render(recipe: Recipe, resolved: Resolved, extra: list[str]) -> Launch:
     values = resolved.values
-    device_hydra = recipe.npu_hydra if values["DEVICE"] == "npu" else recipe.gpu_hydra
+    device_hydra = device_parts(recipe, values)[0]
     env = launch_env(recipe, resolved)
     # Every worker gets the launch environment through the job's runtime_env; Ray workers inherit the raylet's
     # environment, not the driver's, so exports in the driver alone would not reach them.
     runtime_env = {f"{RUNTIME_ENV_PREFIX}{k}": Raw(quote(env[k])) for k in sorted(env)}
     settings_part = settings_overrides(recipe, values)
-    # The vLLM #42995 workaround: rendered while the pinned vLLM lacks the fix, or when the user sets the value.
-    if mm_cache_rule_active() or not resolved.origin.get(MM_CACHE.name, "").startswith("recipe"):
+    # The vLLM #42995 workaround: rendered on NPU, elsewhere while the pinned vLLM lacks the fix, or when set.
+    if mm_cache_rule_active(str(values["DEVICE"])) or not resolved.origin.get(MM_CACHE.name, "").startswith("recipe"):
         settings_part.update(dict.fromkeys(MM_CACHE.hydra_keys(), values[MM_CACHE.name]))
+    if resolved.secret_files:
+        runtime_env[SECRET_HOOK_KEY] = Raw(SETUP_HOOK)
     overrides = merge_hydra(recipe.hydra, device_hydra, settings_part, runtime_env)
     launch = Launch(recipe=recipe.name, env=env, overrides=overrides, extra=list(extra))
     launch.memory = memory_estimate(recipe, values, launch)
@@ -162,6 +224,8 @@ def memory_estimate(recipe: Recipe, values: dict[str, Any], launch: Launch) -> d
     """The memory plan for this launch, with the recipe's architecture; None when the settings give no layout."""
     from .memory import Knobs, estimate
 
+    if values["DEVICE"] == "cpu":
+        return None  # no dies: the simulated run's memory is the host's, watched by the run (perf/cpu_memory_used_gb)
     try:
         knobs = Knobs.from_launch(launch.overrides, launch.extra, launch.env)
         return estimate(recipe.name, recipe.engine, recipe.model, values, knobs).to_dict()

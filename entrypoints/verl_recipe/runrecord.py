@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import socket
 import time
@@ -13,6 +14,26 @@ from typing import Any
 from . import __version__
 from .render import Launch, experiment_dir
 from .settings import Resolved
+
+# verl 0.8.0's "file" logger (verl/utils/tracking.py FileLogger) writes one {"step", "data"} line per step to this
+# path; the launcher points it into the run folder.
+METRICS_ENV = "VERL_FILE_LOGGER_PATH"
+METRICS_FILE = "metrics.jsonl"
+# What verl prints when trainer.resume_mode=auto finds a checkpoint (trainer/ppo/ray_trainer.py _load_checkpoint).
+_RESUMING = re.compile(rb"Resuming from (\S*global_step_(\d+))")
+
+
+def resumed_step(line: bytes) -> int | None:
+    m = _RESUMING.search(line)
+    return int(m.group(2)) if m else None
+
+
+def record_resume(run_dir: Path, step: int) -> None:
+    """The step this run resumed from (verl's own line), in settings.json the moment verl says it."""
+    path = run_dir / "settings.json"
+    record = json.loads(path.read_text())
+    record["resumed_from_step"] = step
+    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def new_run_dir(resolved: Resolved, now: float | None = None) -> Path:
@@ -38,10 +59,16 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "settings": settings,
         "env_from": env_origin,
+        # Where each worker reads its secrets (secretfiles.py); the contents are in no record.
+        "secret_files": {
+            k: {"path": v, "from": resolved.secret_origin.get(k, "?")} for k, v in sorted(resolved.secret_files.items())
+        },
         "warnings": resolved.warnings,
         "log": str(run_dir / "train.log"),
         # What the memory plan predicted, to compare with a run that later dies of memory (docs/memory.md).
         "memory_estimate": launch.memory,
+        "resumed_from_step": None,
+        "total_steps": resolved.values.get("TOTAL_TRAINING_STEPS") or None,
         **extra_info,
     }
     (run_dir / "settings.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
@@ -71,7 +98,13 @@ def record_lost(run_dir: Path, lost: list[dict[str, Any]]) -> Path:
     return path
 
 
-def record_end(run_dir: Path, exit_code: int, lost: list[dict[str, Any]], verl_exit_code: int | None = None) -> None:
+def record_end(
+    run_dir: Path,
+    exit_code: int,
+    lost: list[dict[str, Any]],
+    verl_exit_code: int | None = None,
+    health_stop: dict[str, Any] | None = None,
+) -> None:
     """`exit_code` (the run's, as the command returned it) and `outcome.json`: how the run ended, which node it
     lost, and how to go on (the next launch resumes from the latest checkpoint: trainer.resume_mode=auto)."""
     (run_dir / "exit_code").write_text(f"{exit_code}\n")
@@ -82,6 +115,10 @@ def record_end(run_dir: Path, exit_code: int, lost: list[dict[str, Any]], verl_e
     }
     if verl_exit_code is not None and verl_exit_code != exit_code:
         outcome["verl_exit_code"] = verl_exit_code
+    if health_stop is not None:
+        # The alert (alerts.json's form) whose rule HEALTH_STOP names: the launcher stopped verl for it.
+        outcome["health_stop"] = health_stop
+        outcome["next"] = f"{health_stop['line']}; then run the same command: it resumes from the latest checkpoint"
     if lost:
         hosts = ", ".join(f"{x['host']} ({x['ip']})" for x in lost)
         outcome["next"] = (

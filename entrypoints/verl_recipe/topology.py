@@ -17,5 +17,17 @@ from .a3facts import (
 )
 
 CPUS_PER_DIE = 3  # verl 0.8.0 bundles: {"CPU": 3, "NPU": 1} per die (max_colocate_count)
+# On a CPU torch verl's bundles ask for a resource literally named after the device, "cpu"
+# (single_controller/ray/base.py:145). A simulated node offers one, so a run's ranks land on different hosts and
+# their collectives cross the cluster network, as on A3; the simulated hosts share two cores.
+SIM_CPU_RANKS_PER_NODE = 1
 
-__all__ = ["CPUS_PER_DIE", "DIES_PER_NODE", "RAY_CLIENT_PORT", "RAY_DASHBOARD_PORT", "RAY_GCS_PORT", "RAY_NODE_PORTS"]
+__all__ = [
+    "CPUS_PER_DIE",
+    "DIES_PER_NODE",
+    "RAY_CLIENT_PORT",
+    "RAY_DASHBOARD_PORT",
+    "RAY_GCS_PORT",
+    "RAY_NODE_PORTS",
+    "SIM_CPU_RANKS_PER_NODE",
+]

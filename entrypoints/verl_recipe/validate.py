@@ -11,30 +11,92 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import checks
+from . import checks, secretfiles
 from .checks import memory_rules, policy
 from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
-from .hydra_syntax import bare_key, list_text, unquoted
+from .hydra_syntax import bare_key, list_text, override_key, unquoted
 from .memory import Knobs
 from .recipes import Recipe
-from .render import Launch
-from .settings import BY_NAME, coerce
+from .render import DEVICE_HYDRA, MM_CACHE, RUNTIME_ENV_PREFIX, Launch, rendered_settings
+from .settings import BY_NAME, DEVICE_NAME, EXPERIMENT_DIR, ZERO_IS_NULL, SettingsError, coerce, secret_looking
+
+HYDRA_NULL = ("null", "none", "~")
 
 
-def apply_extra(launch: Launch, values: dict[str, Any], key_to_setting: dict[str, str]) -> list[str]:
-    """Extra Hydra overrides win: fold the ones that drive a setting back into the values that are checked."""
+def problem_of(exc: SettingsError) -> Problem:
+    """A settings error (SUBJECT: WHAT; fix: FIX) as one problem among the others."""
+    head, _, fix = str(exc).partition("; fix: ")
+    subject, _, what = head.partition(": ")
+    return Problem(subject, what or head, fix or "see the settings table in README.md")
+
+
+def driven_keys(recipe: Recipe) -> dict[str, str]:
+    """Every Hydra key (without +) a setting writes, whatever its form -> the setting."""
+    specs = [*rendered_settings(recipe.engine), MM_CACHE]
+    return {bare_key(key): spec.name for spec in specs for key in spec.hydra_keys()}
+
+
+def read_back(name: str, raw: str, key: str) -> Any:
+    """An extra override's value as the value of the setting it overrides."""
+    spec = BY_NAME[name]
+    text = list_text(raw) if spec.kind == "list" else unquoted(raw)
+    if spec.form == ZERO_IS_NULL and text.lower() in HYDRA_NULL:
+        return 0
+    if spec.form == DEVICE_NAME:
+        device = {hydra: dev for dev, hydra in DEVICE_HYDRA.items()}.get(text)
+        if device is None:
+            raise SettingsError(
+                f"extra override {key}={text}: verl-recipe launches {', '.join(DEVICE_HYDRA.values())} only; "
+                f"fix: set {name} ({', '.join(DEVICE_HYDRA)}) and drop the override"
+            )
+        text = device
+    return coerce(name, text, f"extra override {key}")
+
+
+def apply_extra(launch: Launch, values: dict[str, Any], recipe: Recipe) -> tuple[list[str], list[Problem]]:
+    """Extra Hydra overrides win: fold every one that drives a setting back into the values that are checked, so
+    no override undoes a rule. Deleting such a key, or a secret in the workers' environment, is refused."""
     notes: list[str] = []
+    problems: list[Problem] = []
+    driven = driven_keys(recipe)
     for arg in launch.extra:
         key, _, raw = arg.partition("=")
-        name = key_to_setting.get(bare_key(key))
+        bare = bare_key(key)
+        if bare.startswith("~"):
+            deleted = driven.get(bare_key(bare[1:]))
+            if deleted:
+                problems.append(
+                    Problem(
+                        f"extra override '{arg}'",
+                        f"deletes a key {deleted} sets: verl needs it, and no check could run without it",
+                        f"set {deleted} instead (--set {deleted}=VALUE) and drop the override",
+                    )
+                )
+            continue
+        env_prefix = bare_key(RUNTIME_ENV_PREFIX)
+        if bare.startswith(env_prefix) and secret_looking(bare[len(env_prefix) :]):
+            var = bare[len(env_prefix) :]
+            problems.append(
+                Problem(
+                    f"extra override {key}",
+                    f"puts {var}, a secret by its name, on the driver's command line and into the run record",
+                    f"name {var} in the site file's secret_files (docs/cluster.md, secrets) and drop the override",
+                )
+            )
+            continue
+        name = driven.get(bare)
         if name is None:
             continue
-        text = list_text(raw) if BY_NAME[name].kind == "list" else unquoted(raw)
-        values[name] = coerce(name, text, f"extra override {key}")
-        notes.append(f"note: extra override '{arg}' sets {name}")
-    return notes
+        try:
+            values[name] = read_back(name, raw, key)
+        except SettingsError as exc:
+            problems.append(problem_of(exc))
+            continue
+        what = " (the whole directory: project and experiment included)" if BY_NAME[name].form == EXPERIMENT_DIR else ""
+        notes.append(f"note: extra override '{arg}' sets {name}{what}")
+    return notes, problems
 
 
 def validate(
@@ -47,19 +109,29 @@ def validate(
     env_overrides: Mapping[str, str],
     path_checks: bool,
     compose: bool,
+    secret_files: Mapping[str, str] | None = None,
 ) -> tuple[list[Problem], list[str]]:
+    """`key_to_setting` is kept for callers; every key a setting drives is read back (driven_keys)."""
+    del key_to_setting
+    secret_files = dict(secret_files or {})
     values = dict(values)
-    notes = apply_extra(launch, values, key_to_setting)
+    notes, extra_problems = apply_extra(launch, values, recipe)
     path_problems: list[Problem] = []
     model = recipe.model
     if path_checks:
-        path_problems, model = check_paths(values, recipe.model)
+        try:
+            path_problems, model = check_paths(values, recipe.model)
+        except OSError as exc:  # a path the file system refuses outright (policy names which and why)
+            path_problems = [Problem("path settings", f"cannot be checked ({exc.strerror})", "fix the paths named")]
+        path_problems += [problem_of(SettingsError(line)) for line in secretfiles.problems(secret_files)]
     knobs = Knobs.from_launch(launch.overrides, launch.extra, {**launch.env, **env_overrides})
     ctx = Context(recipe, values, model, knobs)
     layout_ok = checks.layout(ctx)
-    policy.check(ctx, environ, env_overrides)
-    problems = ctx.problems + path_problems
-    if layout_ok:
+    policy.check(ctx, environ, env_overrides, tuple(secret_files))
+    problems = extra_problems + ctx.problems + path_problems
+    if layout_ok and values["DEVICE"] == "cpu":
+        notes.append("note: DEVICE=cpu (the simulated cluster's CPU stand-ins): no dies, no memory plan")
+    elif layout_ok:
         memory_found, memory_notes = memory_rules.check(recipe, model, values, knobs)
         problems += memory_found
         notes += memory_notes
@@ -74,7 +146,9 @@ def validate(
 
             from .verl_check import run_verl_checks
 
-            refused, note = run_verl_checks(OmegaConf.to_yaml(cfg))
+            culprits = {key: f"setting {name}" for key, name in driven_keys(recipe).items()}
+            culprits |= {override_key(arg): f"extra override '{arg}'" for arg in launch.extra}
+            refused, note = run_verl_checks(OmegaConf.to_yaml(cfg), culprits=culprits)
             problems += [Problem("verl config", what, fix) for what, fix in refused]
             notes.append(note)
     return problems, notes

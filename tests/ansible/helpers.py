@@ -46,3 +46,38 @@ def node_hosts(inv: dict[str, Any]) -> dict[str, Any]:
 
 def clone(value: Any) -> Any:
     return copy.deepcopy(value)
+
+
+def valid_site(**changes: Any) -> dict[str, Any]:
+    """The site_* variables of an inventory that passes the validator (a real, not simulated, site), with changes."""
+    base = {
+        "site_simulated": False,
+        "site_expected_dies": 16,
+        "site_hdk_min": "26.0.RC1",
+        "site_shared_root": "/mnt/shared",
+        "site_model_path": "/mnt/shared/models/m",
+        "site_data_path": "/mnt/shared/data",
+        "site_ckpt_root": "/mnt/shared/ckpt",
+        "site_image_ref": "verl-recipe:npu",
+        "site_image_source": "registry",
+        "site_image_tarball": "",
+        "site_ray_port": 6379,
+        "site_dashboard_port": 8265,
+        "site_install_dir": "/opt/verl-recipe",
+    }
+    return {**base, **changes}
+
+
+def valid_hosts(n: int, dies: int) -> dict[str, dict[str, Any]]:
+    """n hosts h0.. that pass the validator, each with `dies` NPU addresses."""
+    return {
+        f"h{i}": {
+            "ansible_host": f"10.0.0.{i + 1}",
+            "ansible_port": 22,
+            "a3_node_rank": i,
+            "a3_cluster_ip": f"10.0.0.{i + 1}",
+            "a3_cluster_nic": "eth0",
+            "a3_npu_ips": [f"192.168.{d}.{i + 1}" for d in range(dies)],
+        }
+        for i in range(n)
+    }

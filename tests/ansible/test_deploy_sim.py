@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simkit.cluster import SimCluster
 from simkit.images import save_sim_image
-from simkit.paths import ANSIBLE_DIR
+from simkit.paths import ANSIBLE_DIR, simctl
 from simkit.playbook import changed_tasks, recap
 
 pytestmark = pytest.mark.docker
@@ -247,10 +248,20 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
         services = sim.output(h, "cd /opt/verl-recipe && docker compose --profile '*' config --services").split()
         assert {"ray-head", "ray-worker", "train-397b", "doctor"} <= set(services), services
         assert e["HCCL_SOCKET_IFNAME"] == e["GLOO_SOCKET_IFNAME"] == e["TP_SOCKET_IFNAME"] == e["CLUSTER_NIC"]
-        assert e["TRAIN_FILES"].endswith("/train.parquet") and e["CKPT_DIR"] == "/mnt/shared/checkpoints"
+        assert "TRAIN_FILES" not in e and e["CKPT_DIR"] == "/mnt/shared/checkpoints"
+        site = yaml.safe_load(sim.output(h, "cat /opt/verl-recipe/site.yaml"))
+        assert site["TRAIN_FILES"] == ["/mnt/shared/data/geo3k/train.parquet"], site  # site_data_path, site-wide
+        assert site["recipes"]["qwen3.5-35b-fsdp"]["DEVICE"] == "cpu"  # the simulated site's site_launch above it
+        # the simulated site's planted secret file: root-only on the host, named (never held) in site.yaml
+        planted = f"/etc/verl-recipe/secrets/{simctl.PLANTED_SECRET}"
+        assert site["secret_files"] == {simctl.PLANTED_SECRET: planted}, site
+        modes = sim.output(h, f"sudo stat -c '%a %U' /etc/verl-recipe/secrets {planted}").split("\n")
+        assert modes[:2] == ["700 root", "600 root"], modes
         # the same image everywhere, the staging copy gone
         got = sim.output(h, "docker image inspect --format '{{.Id}}' verl-recipe:sim").strip()
         assert got == image_id
+        # the staging copy and the one-time fan-out tokens gone; nothing staged in world-writable /var/tmp
+        assert sim.output(h, "sudo test -e /var/lib/verl-recipe/image-stage && echo left || echo gone") == "gone\n"
         assert sim.output(h, "test -e /var/tmp/verl-recipe-image && echo left || echo gone").strip() == "gone"
         # OS settings and the engine
         assert "memlock" in sim.output(h, "cat /etc/security/limits.d/90-verl-recipe.conf")

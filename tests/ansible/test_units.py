@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.ansible.helpers import load_plugin
+from tests.ansible.helpers import load_plugin, valid_hosts
 
 pre = load_plugin("roles/preflight/library/a3_preflight.py")
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
@@ -127,16 +127,7 @@ def test_report_collects_every_host() -> None:
 
 
 def _hosts(n: int, dies: int = 16) -> dict[str, dict[str, Any]]:
-    return {
-        f"h{i}": {
-            "ansible_host": f"10.0.0.{i + 1}",
-            "a3_node_rank": i,
-            "a3_cluster_ip": f"10.0.0.{i + 1}",
-            "a3_cluster_nic": "eth0",
-            "a3_npu_ips": [f"192.168.{d}.{i + 1}" for d in range(dies)],
-        }
-        for i in range(n)
-    }
+    return valid_hosts(n, dies)
 
 
 def test_validate_hosts_clean() -> None:

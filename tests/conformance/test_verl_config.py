@@ -90,7 +90,8 @@ def test_composed_config_holds_intended_values(recipe: str, layout: dict[str, An
         )
     for key, value in expect.items():
         assert select(cfg, key) == value, key
-    assert list(select(cfg, "trainer.logger")) == ["console", "tensorboard"]
+    # verl's file logger is the run record's metric stream (metrics.jsonl), so it is on by default
+    assert list(select(cfg, "trainer.logger")) == list(v["LOGGER"]) == ["console", "tensorboard", "file"]
     assert str(select(cfg, "trainer.default_local_dir")).startswith("/")
     env_vars = select(cfg, "ray_kwargs.ray_init.runtime_env.env_vars")
     assert all(isinstance(x, str) for x in env_vars.values()), "Ray requires string env values"

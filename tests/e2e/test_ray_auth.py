@@ -5,20 +5,18 @@ rehearsal and the wait with the token, rotation, and what listens where against 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from verl_recipe.a3facts import RAY_CLIENT_PORT, RAY_DASHBOARD_PORT, RAY_GCS_PORT, RAY_NODE_PORTS
 
-from simkit.cluster import SimCluster, deployed_cluster
+from simkit.cluster import SimCluster
 from tests.e2e.test_train_rehearsal import COMPOSE, on_host, scale
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,12 +48,10 @@ class Deployed:
 
 
 @pytest.fixture(scope="module")
-def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    name = f"{os.environ.get('SIM_NAME', 'rayauth')}{os.getpid() % 100000}"
-    with deployed_cluster(name, 2, tmp_path_factory.mktemp("auth")) as (c, res):
-        assert "joined  16   48   ok" in res.stdout
-        token_file = c.inventory / ".secrets" / "ray_auth_token"
-        yield Deployed(c, c.ip("a3-01"), token_file, [res.stdout + res.stderr], [token_file.read_text().strip()])
+def deployed(e2e_cluster: tuple[SimCluster, subprocess.CompletedProcess[str]]) -> Deployed:
+    c, res = e2e_cluster  # the session's shared cluster (tests/e2e/conftest.py)
+    token_file = c.inventory / ".secrets" / "ray_auth_token"
+    return Deployed(c, c.ip("a3-01"), token_file, [res.stdout + res.stderr], [token_file.read_text().strip()])
 
 
 def http_status(url: str, token: str = "", method: str = "GET", body: bytes | None = None) -> int:
@@ -149,7 +145,8 @@ def test_rehearsal_wait_and_doctor_with_the_token(deployed: Deployed) -> None:
     wait = "wait-cluster --nodes 2 --deadline 120"
     p = on_host(d.c, "a3-02", f"{COMPOSE} run --rm --entrypoint verl-recipe doctor {wait}")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "cluster: 2/2 nodes ready, 32/32 dies" in p.stderr
+    n = len(d.c.hosts)  # every node of the shared cluster is ready; the wait asked for 2
+    assert f"cluster: {n}/2 nodes ready, {16 * n}/32 dies" in p.stderr, p.stderr[-2000:]
     p = on_host(d.c, "a3-02", f"{COMPOSE} run --rm doctor --json")
     checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
     assert checks["ray-auth:client"]["status"] == "ok", checks["ray-auth:client"]

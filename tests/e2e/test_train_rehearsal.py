@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from simkit.cluster import SimCluster, deployed_cluster
+from simkit.cluster import SimCluster
 
 REPO = Path(__file__).resolve().parents[2]
 # Typed exactly as a user types it in the install folder: deploy.yml's .env names the project, the compose files
@@ -37,15 +35,12 @@ def scale(recipe: str, nodes: int) -> str:
 
 def on_host(c: SimCluster, host: str, command: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     """A shell command in /opt/verl-recipe on a simulated host, over SSH with host key checking."""
-    p = c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}")
-    return p
+    return c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}", timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def deployed(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
-    with deployed_cluster(f"e2e{os.getpid() % 100000}", 3, tmp_path_factory.mktemp("e2e")) as (c, deploy):
-        assert "a3-03  172.30" in deploy.stdout and "joined  16   48   ok" in deploy.stdout
-        yield c
+def deployed(e2e_cluster: tuple[SimCluster, subprocess.CompletedProcess[str]]) -> SimCluster:
+    return e2e_cluster[0]  # the session's shared cluster (tests/e2e/conftest.py)
 
 
 @pytest.mark.docker
@@ -113,7 +108,7 @@ def test_stopped_worker_is_named_before_the_deadline(deployed: SimCluster) -> No
             f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline 120 {scale('qwen3.5-397b', 3)}",
         )
         assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
-        assert "a3-02 (172.30." in p.stderr
+        assert f"a3-02 ({deployed.ip('a3-02')}" in p.stderr
     finally:
         start = on_host(deployed, "a3-02", f"{COMPOSE} up -d ray-worker")
         assert start.returncode == 0, start.stderr
@@ -129,7 +124,7 @@ def test_host_with_fewer_dies_is_refused(deployed: SimCluster) -> None:
             deployed, "a3-01", f"{COMPOSE} run --rm train-397b --rehearse --wait-deadline 60 {scale('qwen3.5-397b', 3)}"
         )
         assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
-        assert "a3-03 (172.30." in p.stderr
+        assert f"a3-03 ({deployed.ip('a3-03')}" in p.stderr
         logs = on_host(deployed, "a3-03", f"{COMPOSE} logs ray-worker")
         assert "a3-03: 15 NPU dies visible" in logs.stdout + logs.stderr
     finally:

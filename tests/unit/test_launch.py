@@ -17,6 +17,8 @@ import json, os, sys
 out = {"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in ("HCCL_CONNECT_TIMEOUT", "HF_HUB_OFFLINE",
        "TENSORBOARD_DIR")}}
 print("fake verl started")
+if os.environ.get("FAKE_VERL_SAY"):
+    print(os.environ["FAKE_VERL_SAY"])
 with open(os.environ["FAKE_VERL_OUT"], "w") as f:
     json.dump(out, f)
 sys.exit(int(os.environ.get("FAKE_VERL_RC", "0")))
@@ -41,19 +43,25 @@ def test_launch_writes_run_record_and_runs_rendered_argv(
     res = run(capsys, "launch", *args)
     assert res.rc == 0, res.err
     received = json.loads(fake_verl.read_text())
-    assert received["argv"] == rendered.doc["argv"][3:], "what is launched is exactly what was rendered"
+    # What is launched is exactly what was rendered, plus where verl's own metric stream goes (the run record).
+    runs = list((Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir())
+    metrics = "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH="
+    assert [a for a in received["argv"] if not a.startswith(metrics)] == rendered.doc["argv"][3:]
+    assert f"{metrics}'{runs[0] / 'metrics.jsonl'}'" in received["argv"]
     assert received["env"]["HCCL_CONNECT_TIMEOUT"] == "1234"
     assert received["env"]["HF_HUB_OFFLINE"] == "1"
     runs = list((Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir())
     assert len(runs) == 1
     run_dir = runs[0]
-    assert json.loads((run_dir / "launch.json").read_text()) == rendered.doc
+    recorded = json.loads((run_dir / "launch.json").read_text())
+    assert recorded["argv"][3:] == received["argv"], "the record holds what ran"
     settings = json.loads((run_dir / "settings.json").read_text())
     assert settings["settings"]["MODEL_PATH"] == {"value": paths["MODEL_PATH"], "from": "--set"}
     assert settings["settings"]["TP"]["from"] == "recipe qwen3.5-397b"
     assert settings["env_from"]["HCCL_CONNECT_TIMEOUT"] == "--set"
     assert "fake verl started" in (run_dir / "train.log").read_text()
     assert (run_dir / "exit_code").read_text().strip() == "0"
+    assert "qwen3.5-397b" in (run_dir / "run.html").read_text(), "the run page is drawn at the end"
     assert "verl.trainer.main_ppo" in (run_dir / "command.sh").read_text()
     link = os.path.normpath(run_dir / os.readlink(run_dir / "nodes"))
     assert link == str(Path(paths["LOG_DIR"]) / "nodes"), "node logs are one hop away"
@@ -66,6 +74,21 @@ def test_launch_propagates_exit_code(
     monkeypatch.setenv("FAKE_VERL_RC", "7")
     res = run(capsys, "launch", "qwen3.5-397b", *set_args(paths))
     assert res.rc == 7
+
+
+def test_failed_launch_diagnoses_itself(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fake_verl: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = make_shared(tmp_path / "shared")
+    monkeypatch.setenv("FAKE_VERL_RC", "1")
+    monkeypatch.setenv("FAKE_VERL_SAY", "ValueError: Total available GPUs 0 is less than total desired GPUs 256")
+    res = run(capsys, "launch", "qwen3.5-397b", *set_args(paths))
+    assert res.rc == 1
+    (run_dir,) = (Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir()
+    found = json.loads((run_dir / "diagnosis.json").read_text())["findings"]
+    assert found and found[0]["file"] == "train.log", found
+    last = res.err.strip().splitlines()[-1]
+    assert last.startswith("diagnosis: ") and "fix: " in last, res.err
 
 
 def test_invalid_launch_starts_nothing_and_writes_nothing(

@@ -191,14 +191,14 @@ def test_unknown_recipe_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None
     assert "did you mean 'qwen3.5-397b'?" in res.err
 
 
-def test_mm_cache_rule_is_keyed_to_pinned_vllm(
+def test_mm_cache_rule_is_keyed_to_pinned_vllm_off_npu_only(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from verl_recipe import manifest
 
     res = run(capsys, "render", "qwen3.5-35b-fsdp", "--json")
     assert res.overrides()[MM_KEY] == "0"
-    # A pin that contains the fix drops the workaround from the default launch.
+    # A pin that contains the fix drops the workaround off NPU; on NPU it stays (workarounds.MM_CACHE_KEPT_ON).
     text = manifest.CHECKOUT_MANIFEST.read_text().replace("version: 0.18.0\n", "version: 0.22.1\n", 1)
     assert "version: 0.22.1" in text
     moved = tmp_path / "versions.yaml"
@@ -206,11 +206,10 @@ def test_mm_cache_rule_is_keyed_to_pinned_vllm(
     monkeypatch.setenv("VERL_RECIPE_MANIFEST", str(moved))
     manifest.load_manifest.cache_clear()
     try:
-        assert MM_KEY not in run(capsys, "render", "qwen3.5-35b-fsdp", "--json").overrides()
-        assert (
-            run(capsys, "validate", "qwen3.5-35b-fsdp", "--skip-path-checks", "--set", "MM_PROCESSOR_CACHE_GB=4").rc
-            == 0
-        )
+        assert run(capsys, "render", "qwen3.5-35b-fsdp", "--json").overrides()[MM_KEY] == "0"
+        assert MM_KEY not in run(capsys, "render", "qwen3.5-35b-fsdp", "--json", "--set", "DEVICE=gpu").overrides()
+        on_npu = run(capsys, "validate", "qwen3.5-35b-fsdp", "--skip-path-checks", "--set", "MM_PROCESSOR_CACHE_GB=4")
+        assert on_npu.rc == 2 and "MM_PROCESSOR_CACHE_GB=4" in on_npu.err
     finally:
         manifest.load_manifest.cache_clear()
 

@@ -33,3 +33,21 @@ def test_simulated_launch_writes_the_record_and_says_why_verl_did_not_start(
     assert "verl.trainer.main_ppo" in (run_dir / "command.sh").read_text()
     assert json.loads((run_dir / "settings.json").read_text())["simulated"] is True
     assert not (run_dir / "train.log").exists(), "nothing was run"
+
+
+def test_a_site_files_recipe_section_is_its_own_layer(tmp_path: Path) -> None:
+    """deploy.yml's site.yaml: site-wide data files, the simulated site's tiny layout for one recipe above them."""
+    site = tmp_path / "site.yaml"
+    site.write_text(
+        "TRAIN_FILES: [/data/all.parquet]\nGEN_TP: 2\n"
+        "recipes:\n  qwen3.5-35b-fsdp: {TRAIN_FILES: [/data/tiny.parquet], NNODES: 2}\n"
+    )
+    _, fsdp = resolve(Request("qwen3.5-35b-fsdp", site=site), environ={})
+    assert fsdp.values["TRAIN_FILES"] == ["/data/tiny.parquet"] and fsdp.values["GEN_TP"] == 2
+    assert fsdp.origin["TRAIN_FILES"] == f"site file {site} (recipes.qwen3.5-35b-fsdp)"
+    assert fsdp.origin["GEN_TP"] == f"site file {site}"
+    _, other = resolve(Request("qwen3.5-35b", site=site), environ={})
+    assert other.values["TRAIN_FILES"] == ["/data/all.parquet"] and other.values["NNODES"] != 2
+    # the environment (node.env) is above the site file: a data path there would hide the recipe's own
+    _, env = resolve(Request("qwen3.5-35b-fsdp", site=site), environ={"TRAIN_FILES": "/data/env.parquet"})
+    assert env.values["TRAIN_FILES"] == ["/data/env.parquet"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n >= 1, ascending; up to sqrt(n) trial divisions, not n (plan asks for large worlds)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def braces(numbers: list[int]) -> str:

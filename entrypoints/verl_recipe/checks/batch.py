@@ -8,6 +8,7 @@ import math
 from .context import Context
 
 AGENT_LOOP_WORKERS = 8  # verl's default rollout.agent.num_workers: train_batch_size x n is chunked over them
+AGENT_LOOP_KEY = "actor_rollout_ref.rollout.agent.num_workers"
 
 
 def check(ctx: Context, dp: int) -> None:
@@ -61,11 +62,14 @@ def check(ctx: Context, dp: int) -> None:
                 "set VPP=0 or raise PPO_MINI_BATCH_SIZE",
                 "M16",
             )
-    if (batch * n) % AGENT_LOOP_WORKERS:
+    workers = AGENT_LOOP_WORKERS
+    if ctx.knobs is not None:
+        workers = int(ctx.knobs.num(AGENT_LOOP_KEY, AGENT_LOOP_WORKERS)) or AGENT_LOOP_WORKERS
+    if (batch * n) % workers:
         ctx.add(
             ctx.show("TRAIN_BATCH_SIZE", "ROLLOUT_N"),
             f"TRAIN_BATCH_SIZE x ROLLOUT_N = {batch * n} is not "
-            f"divisible by verl's {AGENT_LOOP_WORKERS} agent-loop workers",
-            "make the product a multiple of 8",
+            f"divisible by verl's {workers} agent-loop workers ({AGENT_LOOP_KEY})",
+            f"make the product a multiple of {workers}",
             "V5",
         )

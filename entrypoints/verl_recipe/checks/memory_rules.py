@@ -16,6 +16,16 @@ def check(recipe: Recipe, model: ModelArch, values: dict[str, Any], knobs: Knobs
     est = estimate(recipe.name, recipe.engine, model, values, knobs)
     found, warnings = memory_problems(est, recipe.name, int(values["NNODES"]))
     problems = [Problem(*p) for p in found]
+    if values.get("MEMORY_CHECK") == "scaled":
+        if not problems:
+            return [], [summary(est)]
+        # A layout scaled down for the simulated cluster (scripts/sim_scale.py): one line, not one per phase.
+        return [], [
+            f"note: memory: this layout was scaled down to {values['NNODES']} nodes for the simulation and would not "
+            f"fit real dies (about {est.peak.total / 2**30:.0f} GiB per die of {est.device_bytes / 2**30:.0f}); "
+            "the recipe's own layout "
+            "is the one that fits (MEMORY_CHECK=scaled)"
+        ]
     if values.get("MEMORY_CHECK") == "warn":
         return [], [*warnings, *(p.as_warning("MEMORY_CHECK=warn") for p in problems), summary(est)]
     return problems, [*warnings, summary(est)]

@@ -33,7 +33,18 @@ def host_rows(name: str, res: Any) -> list[dict[str, Any]]:
     if not isinstance(checks, list):
         msg = " ".join(str(res.get("msg") or res.get("module_stderr") or "module failed").split())[:160]
         return [_row(name, "preflight", msg, "preflight module runs", "check python3 and sudo on the host")]
-    return [normalize({"host": name, **c}) for c in checks]
+    rows = [normalize({**c, "host": name}) for c in checks if isinstance(c, dict)]
+    if len(rows) < len(checks):  # a module result of another shape (another version of the module on the host)
+        rows.append(
+            _row(
+                name,
+                "preflight",
+                f"{len(checks) - len(rows)} check result(s) that are not rows",
+                "preflight module rows",
+                "run deploy.yml from one checkout: the module on the host is not this one's",
+            )
+        )
+    return rows
 
 
 def normalize(row: dict[str, Any]) -> dict[str, Any]:
@@ -44,12 +55,23 @@ def normalize(row: dict[str, Any]) -> dict[str, Any]:
         "check": str(row.get("check", "")),
         "status": "ok" if ok else "failed",
         "ok": ok,
-        "dies": [int(d) for d in row.get("dies") or []],
-        "peers": [str(x) for x in row.get("peers") or []],
+        "dies": [int(d) for d in _items(row.get("dies")) if _die_index(d)],
+        "peers": [str(x) for x in _items(row.get("peers"))],
         "found": str(row.get("found", "")),
         "expected": str(row.get("expected", "")),
         "fix": "" if ok else str(row.get("fix", "")),
     }
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _die_index(value: Any) -> bool:
+    """A die index as the module writes it (an int; ASCII digits from an older result)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit())
 
 
 def _row(host: str, check: str, found: str, expected: str, fix: str) -> dict[str, Any]:

@@ -173,6 +173,11 @@ def check(
     }
 
 
+def as_int(text: str) -> int | None:
+    """ASCII digits as an int, else None: str.isdigit() also accepts digits int() refuses (superscripts, ...)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def parse_kv(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.splitlines():
@@ -193,7 +198,7 @@ def parse_colon(text: str) -> dict[str, str]:
 
 
 def parse_ping_loss(text: str) -> float | None:
-    m = re.search(r"([\d.]+)%\s*packet loss", text)
+    m = re.search(r"([0-9]+(?:\.[0-9]+)?)%\s*packet loss", text, re.ASCII)
     return float(m.group(1)) if m else None
 
 
@@ -238,16 +243,18 @@ def parse_npu_table(text: str) -> tuple[dict[tuple[int, int], dict[str, str]], l
         if len(cells) < 2:
             continue
         first = cells[0].split()
+        nums = [as_int(t) for t in first[:2]]
         if in_procs:
-            if len(first) == 2 and all(t.isdigit() for t in first) and cells[1].isdigit():
+            pid = as_int(cells[1])
+            if len(first) == 2 and nums[0] is not None and nums[1] is not None and pid is not None:
                 name = cells[2] if len(cells) > 2 else ""
-                procs.append({"npu": int(first[0]), "chip": int(first[1]), "pid": int(cells[1]), "name": name})
+                procs.append({"npu": nums[0], "chip": nums[1], "pid": pid, "name": name})
             continue
-        if len(first) >= 2 and first[0].isdigit() and not first[1].isdigit():
-            npu, health = int(first[0]), cells[1].split()[0] if cells[1] else ""
-        elif len(first) >= 1 and first[0].isdigit() and re.match(r"^[0-9A-Fa-f]{4}:", cells[1]) and npu >= 0:
+        if len(first) >= 2 and nums[0] is not None and not first[1].isdigit():
+            npu, health = nums[0], cells[1].split()[0] if cells[1].split() else ""
+        elif first and nums[0] is not None and re.match(r"^[0-9A-Fa-f]{4}:", cells[1]) and npu >= 0:
             phy = first[1] if len(first) > 1 else ""
-            dies[(npu, int(first[0]))] = {"health": health, "phy": phy}
+            dies[(npu, nums[0])] = {"health": health, "phy": phy}
     return dies, procs
 
 
@@ -256,8 +263,11 @@ def parse_chip_map(text: str) -> dict[tuple[int, int], int]:
     out: dict[tuple[int, int], int] = {}
     for line in text.splitlines():
         f = line.split()
-        if len(f) >= 5 and f[0].isdigit() and f[1].isdigit() and f[3].isdigit() and f[-1] != "Mcu":
-            out[(int(f[0]), int(f[1]))] = int(f[3])
+        if len(f) < 5 or f[-1] == "Mcu":
+            continue
+        npu, chip, phy = as_int(f[0]), as_int(f[1]), as_int(f[3])
+        if npu is not None and chip is not None and phy is not None:
+            out[(npu, chip)] = phy
     return out
 
 
@@ -279,7 +289,8 @@ def first_line(text: str) -> str:
 
 
 class Host:
-    """Runs the host's commands one at a time and counts the device queries (npu-smi, hccn_tool)."""
+    """Runs the host's commands one at a time and counts the device queries (npu-smi, hccn_tool). Output that is
+    not UTF-8 is read with replacement characters and named in the tool_output row."""
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.p = params
@@ -296,16 +307,27 @@ class Host:
         self.path = os.pathsep.join([path, *extra])
         self.queries = 0
         self.query_s = 0.0
+        self.not_utf8: list[str] = []
 
     def tool(self, name: str) -> str | None:
         return shutil.which(name, path=self.path)
 
     def run(self, argv: list[str]) -> tuple[int, str]:
+        # LC_ALL=C: the tools' English messages, which the parsers read (a GBK locale prints others)
+        env = {**os.environ, "LC_ALL": "C"}
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = subprocess.run(argv, capture_output=True, timeout=self.timeout, check=False, env=env)
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             return 127, str(exc)
-        return proc.returncode, (proc.stdout + proc.stderr).strip()
+        return proc.returncode, self.decode(argv, proc.stdout + proc.stderr).strip()
+
+    def decode(self, argv: list[str], raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            cmd = " ".join([os.path.basename(argv[0]), *argv[1:]])
+            self.not_utf8.append(f"`{cmd}` byte {exc.start}: {raw[exc.start : exc.start + 1]!r}")
+            return raw.decode("utf-8", errors="replace")
 
     def query(self, argv: list[str]) -> tuple[int, str]:
         """A device query: never two at once (the caller runs them in sequence)."""
@@ -345,9 +367,19 @@ def platform_checks(p: dict[str, Any]) -> list[Check]:
 
 def memory_check(p: dict[str, Any]) -> Check:
     meminfo = parse_colon(read(p["meminfo_file"]) or "")
-    total = meminfo.get("memtotal", "0 kB").split()[0]
-    gib = int(total) / 2**20 if total.isdigit() else 0.0
     want = p["min_host_ram_gib"]
+    raw = meminfo.get("memtotal")
+    words = (raw or "").split()
+    kib = as_int(words[0]) if words else None
+    if kib is None:
+        return check(
+            "host_memory",
+            False,
+            f"no MemTotal in {p['meminfo_file']}" if raw is None else f"MemTotal {raw[:40]!r} is not a number of kB",
+            f">= {want:g} GiB",
+            f"`grep MemTotal {p['meminfo_file']}` on the host must print the memory in kB; check the kernel's /proc",
+        )
+    gib = kib / 2**20
     return check(
         "host_memory",
         gib >= want,
@@ -617,8 +649,8 @@ def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[
     def die_of(npu: int, chip: int) -> int:
         if (npu, chip) in chip_map:
             return chip_map[(npu, chip)]
-        phy = table.get((npu, chip), {}).get("phy", "")
-        return int(phy) if phy.isdigit() else -1
+        phy = as_int(table.get((npu, chip), {}).get("phy", ""))
+        return -1 if phy is None else phy
 
     health_bad: dict[int, str] = {}
     seen = set()
@@ -969,13 +1001,24 @@ def default_runtime_check(rc: int, text: str, host: Host) -> Check:
         return check(
             "docker_default_runtime", False, f"docker info failed: {first_line(text)}", expected, "check dockerd"
         )
-    name, _, runtimes = text.partition("|")
-    try:
-        import json
+    import json
 
-        path = str((json.loads(runtimes or "{}").get(name) or {}).get("path") or name)
+    name, _, runtimes = text.partition("|")
+    name = name.strip()
+    try:
+        table = json.loads(runtimes or "{}")
     except ValueError:
-        path = name
+        table = None
+    if not name or not isinstance(table, dict):
+        return check(
+            "docker_default_runtime",
+            False,
+            f"docker info gave no runtime table: {first_line(text)!r}",
+            expected,
+            "check dockerd (`docker info --format '{{json .Runtimes}}'` must print a JSON map) and restart it",
+        )
+    entry = table.get(name)
+    path = str((entry.get("path") if isinstance(entry, dict) else None) or name)
     present = os.path.isfile(path) if path.startswith("/") else bool(host.tool(path))
     return check(
         "docker_default_runtime",
@@ -1018,10 +1061,22 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
             "copy the model and data onto the shared storage (deploy.yml never downloads them)",
         )
     )
-    probe = nearest_existing(docker_root or "/")
-    st = os.statvfs(probe)
-    free = st.f_bavail * st.f_frsize / 2**30
     want = p["min_free_disk_gib"]
+    try:
+        probe = nearest_existing(docker_root or "/")
+        st = os.statvfs(probe)
+    except (OSError, ValueError) as exc:  # a Docker root that is no path (docker info's odd output)
+        out.append(
+            check(
+                "free_disk",
+                False,
+                f"cannot read free space of {docker_root!r}: {exc}",
+                f">= {want:g} GiB",
+                "check `docker info --format '{{.DockerRootDir}}'` on the host",
+            )
+        )
+        return out
+    free = st.f_bavail * st.f_frsize / 2**30
     out.append(
         check(
             "free_disk",
@@ -1064,37 +1119,97 @@ def time_check(host: Host) -> tuple[Check | None, float]:
 
 
 def parse_limits(text: str) -> dict[str, int]:
-    """Hard `Max open files` and `Max locked memory` of a /proc/<pid>/limits file; -1 = unlimited."""
+    """Hard `Max open files` and `Max locked memory` of a /proc/<pid>/limits file; -1 = unlimited. A line cut
+    short or holding no number is left out (the caller sees the key missing)."""
     out: dict[str, int] = {}
     for line in text.splitlines():
         for key, label in (("nofile", "Max open files"), ("memlock", "Max locked memory")):
             if line.startswith(label):
-                hard = line[len(label) :].split()[1]
-                out[key] = -1 if hard == "unlimited" else int(hard)
+                words = line[len(label) :].split()
+                hard = words[1] if len(words) > 1 else ""
+                value = -1 if hard == "unlimited" else as_int(hard)
+                if value is not None:
+                    out[key] = value
     return out
 
 
-def engine_limits() -> dict[str, int]:
-    """Hard limits of the running dockerd (containers cannot get more), else of this process."""
-    pidtext = read("/var/run/docker.pid") or ""
-    limits = parse_limits(read(f"/proc/{pidtext.strip()}/limits") or "") if pidtext.strip().isdigit() else {}
-    if len(limits) < 2:
+def engine_limits(pid_file: str = "/var/run/docker.pid") -> tuple[dict[str, int], Check]:
+    """Hard limits of the running dockerd (containers cannot get more), else of this process, and the row that
+    says which were read."""
+    pid = as_int((read(pid_file) or "").strip())
+    text = read(f"/proc/{pid}/limits") if pid is not None else None
+    expected = "dockerd's hard nofile and memlock limits readable (/proc/<pid>/limits)"
+    if text is None:  # no dockerd running: container_runtime says so; the container settings use this process's
         limits = parse_limits(read("/proc/self/limits") or "")
-    return limits
+        return limits, check("engine_limits", True, "no running dockerd: this process's limits", expected, "")
+    limits = parse_limits(text)
+    if len(limits) == 2:
+        shown = ", ".join(f"{k} {'unlimited' if v < 0 else v}" for k, v in sorted(limits.items()))
+        return limits, check("engine_limits", True, f"dockerd pid {pid}: {shown}", expected, "")
+    lacking = " and ".join(k for k in ("nofile", "memlock") if k not in limits)
+    return parse_limits(read("/proc/self/limits") or ""), check(
+        "engine_limits",
+        False,
+        f"/proc/{pid}/limits (dockerd) has no readable {lacking} line: {first_line(text)[:60]!r}",
+        expected,
+        f"`cat /proc/{pid}/limits` on the host must show Max open files and Max locked memory; restart docker",
+    )
+
+
+def tool_output_check(host: Host) -> Check:
+    """Every command's output is read as UTF-8; a byte that is not (a GBK locale's message, output cut
+    mid-character) fails this row, naming the command, and the other rows read it with replacement characters."""
+    return check(
+        "tool_output",
+        not host.not_utf8,
+        "; ".join(host.not_utf8[:3]) + (f" (+{len(host.not_utf8) - 3} more)" if len(host.not_utf8) > 3 else "")
+        if host.not_utf8
+        else "every command printed UTF-8 text",
+        "UTF-8 output from every tool (run with LC_ALL=C)",
+        "run the named command on the host: output that is not UTF-8 even with LC_ALL=C means a damaged tool or "
+        "driver install (reinstall the HDK driver), or output cut mid-character (check the host's load)",
+    )
+
+
+def guarded(name: str, fn: Any, *args: Any) -> Any:
+    """One group of checks; a failure nobody foresaw becomes a failed row for this host instead of killing the
+    module (which would lose every other row)."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - reported as a row, with the exception's type and text
+        return check(
+            name,
+            False,
+            f"the check itself failed: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}",
+            "the check runs",
+            "report this line to verl-recipe with the host's tool output; the other rows are still valid",
+        )
 
 
 def run_all(p: dict[str, Any]) -> dict[str, Any]:
     host = Host(p)
     tcheck, stamp = time_check(host)
-    checks = platform_checks(p) + [memory_check(p), nic_check(p, host), firewall_check(p, host)]
+    checks = platform_checks(p) + [
+        memory_check(p),
+        guarded("cluster_nic", nic_check, p, host),
+        guarded("host_firewall", firewall_check, p, host),
+    ]
     versions, installed = version_checks(p)
     checks += versions + device_node_checks(p)
-    npu, net = npu_checks(p, host, installed)
+    npu = guarded("npu_checks", npu_checks, p, host, installed)
+    net: dict[str, Any] = {}
+    if isinstance(npu, tuple):
+        npu, net = npu
+    else:
+        npu = [npu]
     checks += npu
     rt, info = runtime_checks(p, host)
     checks += rt + storage_checks(p, info["docker_root"])
+    limits, limits_row = engine_limits()
+    checks.append(limits_row)
     if tcheck:
         checks.append(tcheck)
+    checks.append(tool_output_check(host))
     return {
         "checks": checks,
         "net": net,
@@ -1104,7 +1219,7 @@ def run_all(p: dict[str, Any]) -> dict[str, Any]:
         "docker_present": info["docker"],
         "compose_present": info["compose"],
         "service_mgr": "systemd" if os.path.isdir("/run/systemd/system") else "service",
-        "engine_limits": engine_limits(),
+        "engine_limits": limits,
     }
 
 
