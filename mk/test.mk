@@ -1,5 +1,9 @@
 # Lint and test tiers. `make test` is what CI runs (.ci/run).
 PYTEST_ARGS ?=
+# The unit tier runs on xdist workers (one per core; CI has two): its tests share no state but their tmp paths.
+UNIT_WORKERS ?= auto
+# Both tiers list their slowest tests, so a CI log says where the time goes.
+DURATIONS := --durations=25
 
 .PHONY: lint
 lint: venv lint-image lint-ansible ## ruff, mypy, yamllint --strict, docs drift, hadolint, ansible-lint
@@ -11,9 +15,9 @@ lint: venv lint-image lint-ansible ## ruff, mypy, yamllint --strict, docs drift,
 
 .PHONY: test-unit
 test-unit: venv ## Unit and conformance tests (no Docker)
-	$(VENV)/bin/pytest -m "not docker and not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not docker and not slow" -n $(UNIT_WORKERS) $(DURATIONS) $(PYTEST_ARGS)
 
 .PHONY: test
 test: lint test-unit ## Everything CI runs: lint, unit, conformance and integration tests
 	$(MAKE) --no-print-directory host-deps compose-plugin
-	$(VENV)/bin/pytest -m "docker and not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "docker and not slow" $(DURATIONS) $(PYTEST_ARGS)

@@ -109,7 +109,7 @@ def classify(path: str, data: Any) -> Source:
         return Source(path, "rehearsal", data)
     raise ReportError(
         f"{path}: neither a preflight report (with 'rows') nor a rehearsal report (with 'summary' and 'nodes'); "
-        "give ansible/.cache/reports/preflight-<inventory>.json or <LOG_DIR>/.../rehearsals/<N>-nodes.json"
+        "fix: give ansible/.cache/reports/preflight-<inventory>.json or <LOG_DIR>/.../rehearsals/<N>-nodes.json"
     )
 
 

@@ -693,7 +693,8 @@ def canonical_key(key: str, source: str, warnings: list[str]) -> str:
 def coerce(name: str, raw: Any, source: str) -> Any:
     spec = BY_NAME[name]
     if raw is None:
-        return None
+        # `NAME:` or `NAME: null` in a site file is the line emptied, as `--set NAME=` is: the checks then name it
+        raw = ""
     if isinstance(raw, dict) or (isinstance(raw, list | tuple) and spec.kind != "list"):
         raise SettingsError(
             f"{source}: {name} is given a {type(raw).__name__} ({str(raw)[:60]}); fix: give one {spec.kind} value"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -38,9 +39,26 @@ def on_host(c: SimCluster, host: str, command: str, timeout: int = 600) -> subpr
     return c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}", timeout=timeout)
 
 
+def all_joined(c: SimCluster, within_s: float = 300) -> subprocess.CompletedProcess[str]:
+    """The head's readiness report once every host's node is in again (a rebooted host rejoins by itself)."""
+    end = time.monotonic() + within_s
+    while True:
+        p = on_host(c, "a3-01", f"{COMPOSE} exec -T ray-head verl-recipe wait-cluster --nodes 3 --deadline 30")
+        if p.returncode == 0 or time.monotonic() > end:
+            return p
+        time.sleep(5)
+
+
 @pytest.fixture(scope="module")
 def deployed(e2e_cluster: tuple[SimCluster, subprocess.CompletedProcess[str]]) -> SimCluster:
     return e2e_cluster[0]  # the session's shared cluster (tests/e2e/conftest.py)
+
+
+@pytest.fixture(autouse=True)
+def whole_cluster(deployed: SimCluster) -> None:
+    """Each test starts on the whole cluster: a test before it that cleared a fault may leave a node restarting."""
+    p = all_joined(deployed)
+    assert p.returncode == 0, f"the cluster did not come back whole: {p.stdout[-1500:]}{p.stderr[-1500:]}"
 
 
 @pytest.mark.docker

@@ -11,6 +11,7 @@ each test caps its examples so the file runs in well under a minute on two busy 
 from __future__ import annotations
 
 import json
+import os
 import string
 import tempfile
 import time
@@ -33,16 +34,18 @@ from .fixtures import make_shared, set_args
 # "Never more than a few seconds" for one command, with room for a loaded 2-core CI machine: the bound catches a
 # hang or an unbounded search (minutes), not a slow second; speed itself is measured in `make bench`.
 SECONDS = 20.0
+# CI and `make test` see the same examples every run; a hunt for new faults is FUZZ_RANDOM=1 FUZZ_EXAMPLES=2000.
+HUNT = os.environ.get("FUZZ_RANDOM") == "1"
 FAST = settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")),
     deadline=None,  # the contract's own clock below; hypothesis's deadline flakes on a loaded machine
-    derandomize=True,
+    derandomize=not HUNT,
     database=None,
     # No shrinking: a failure is reported as found; shrinking slow commands can take minutes of the unit tier.
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-FEW = settings(FAST, max_examples=12)
+FEW = settings(FAST, max_examples=max(12, FAST.max_examples // 5))
 S = "--skip-path-checks"
 RECIPES = recipe_names()
 NAMES = sorted(BY_NAME) + sorted(ALIASES)
@@ -165,6 +168,19 @@ def test_site_file_of_any_shape(capsys: pytest.CaptureFixture[str], data: dict[s
     finally:
         path.unlink()
     assert_contract(rc, out, err)
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_a_site_file_line_left_empty(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """`NAME:` (YAML null) is the setting emptied, as `--set NAME=` is: named in one line, or accepted."""
+    path = site_file(f"{name}:\n".encode())
+    try:
+        rc, out, err = call(capsys, ["validate", "qwen3.5-35b", S, "--site", str(path)])
+    finally:
+        path.unlink()
+    assert_contract(rc, out, err, name)
+    _, out_set, err_set = call(capsys, ["validate", "qwen3.5-35b", S, "--set", f"{name}="])
+    assert err.replace(str(path), "").count("error:") == err_set.count("error:"), (err, err_set)
 
 
 DEEP = [b"[" * 5000 + b"]" * 5000, b"a:\n" + b"".join(b" " * i + b"b:\n" for i in range(1, 3000)), b"{" * 100]

@@ -201,6 +201,12 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _per_die(dies: Any, what: str) -> str:
+    """'16 NPU addresses', or 'NPU addresses, one per die' when site_expected_dies is not a count (it is
+    reported on its own, and its raw text, a newline included, must not reach another host's line)."""
+    return f"{dies} {what}" if _is_int(dies) and dies > 0 else f"{what}, one per die"
+
+
 def _hccn_fix(dies: Any) -> str:
     """The fix of a wrong a3_npu_ips: the host's /etc/hccn.conf holds one address_N per die (a bad
     site_expected_dies is reported on its own, so the count is left out then)."""
@@ -455,7 +461,7 @@ def check_vnic(nodes: list[str], hosts: dict[str, dict[str, Any]], dies: Any) ->
             errors.append(
                 problem(
                     _host(name),
-                    f"a3_vnic_ips={_show(ips)} must list {dies} vNIC addresses when site_inter_server_link is hccs",
+                    f"a3_vnic_ips={_show(ips)} must list {_per_die(dies, 'vNIC addresses')} when site_inter_server_link is hccs",
                     "`hccn_tool -i <die> -vnic -g` on that host",
                 )
             )
@@ -607,7 +613,7 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
         ips = hv.get("a3_npu_ips", MISSING)
         if not isinstance(ips, list):
             errors.append(
-                problem(_host(name), f"a3_npu_ips={_show(ips)} is not a list of {dies} NPU addresses", _hccn_fix(dies))
+                problem(_host(name), f"a3_npu_ips={_show(ips)} is not a list of {_per_die(dies, 'NPU addresses')}", _hccn_fix(dies))
             )
             continue
         if _is_int(dies) and len(ips) != dies:
