@@ -303,8 +303,8 @@ def test_every_inventory_problem_has_the_validator_shape(tmp_path: Any) -> None:
         "that host's /etc/hccn.conf, address_0..address_15 in order",
         "inventory: h3: a3_npu_ips[4]='192.168.4' is not an IPv4 address; fix: address_4 of that host's /etc/hccn.conf",
         "inventory: h3: duplicate address a3_npu_ips[5]=192.168.5.1, already used by h0 die 5; fix: address_5 of ",
-        "inventory: h1: a3_npu_ips=None is not a list of 16 NPU addresses; fix: list the address_N values of that "
-        "host's /etc/hccn.conf, one per die, address_0 first",
+        "inventory: h1: a3_npu_ips=None is not a list of NPU addresses, one per die; fix: list the address_N values "
+        "of that host's /etc/hccn.conf, one per die, address_0 first",
         "inventory: h1: a3_cluster_ip=<unset> is not an IPv4 address; fix: ",
         "inventory: h1: a3_cluster_nic=<unset> is not an interface name; fix: the interface that holds a3_cluster_ip",
         "inventory: group a3_nodes is empty; fix: list every training host under a3_nodes",

@@ -461,7 +461,8 @@ def check_vnic(nodes: list[str], hosts: dict[str, dict[str, Any]], dies: Any) ->
             errors.append(
                 problem(
                     _host(name),
-                    f"a3_vnic_ips={_show(ips)} must list {_per_die(dies, 'vNIC addresses')} when site_inter_server_link is hccs",
+                    f"a3_vnic_ips={_show(ips)} must list {_per_die(dies, 'vNIC addresses')} "
+                    "when site_inter_server_link is hccs",
                     "`hccn_tool -i <die> -vnic -g` on that host",
                 )
             )
@@ -613,7 +614,11 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
         ips = hv.get("a3_npu_ips", MISSING)
         if not isinstance(ips, list):
             errors.append(
-                problem(_host(name), f"a3_npu_ips={_show(ips)} is not a list of {_per_die(dies, 'NPU addresses')}", _hccn_fix(dies))
+                problem(
+                    _host(name),
+                    f"a3_npu_ips={_show(ips)} is not a list of {_per_die(dies, 'NPU addresses')}",
+                    _hccn_fix(dies),
+                )
             )
             continue
         if _is_int(dies) and len(ips) != dies:
