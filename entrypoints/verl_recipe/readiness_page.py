@@ -23,7 +23,7 @@ import os
 import re
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,42 @@ class Source:
         return meta if isinstance(meta, dict) else {}
 
 
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(i, str) for i in v)
+
+
+def _number(v: Any) -> bool:
+    return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+
+
+def _count(v: Any) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_REPORT_ROWS)
+
+
+# The fields of a rehearsal report (rehearse.py NodeReport and summary) the page draws, each with the test its value
+# must pass and what that is in words: a report of another shape is named in one line instead of breaking the page.
+REHEARSAL_NODE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "ip": (lambda v: isinstance(v, str), "text"),
+    "bundles": (_count, "a count"),
+    "problems": (_texts, "a list of text"),
+    "allreduce_ms": (_number, "a number"),
+    "algbw_gbps": (_number, "a number"),
+    "busbw_gbps": (_number, "a number"),
+}
+REHEARSAL_SUMMARY_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "dies_per_node": (_count, "a count"),
+    "error": (lambda v: v is None or isinstance(v, str), "text"),
+    "placement": (lambda v: v is None or (isinstance(v, list) and all(isinstance(g, dict) for g in v)), "objects"),
+}
+
+
+def _odd_field(where: str, data: dict[str, Any], fields: dict[str, tuple[Callable[[Any], bool], str]]) -> str | None:
+    for key, (ok, what) in fields.items():
+        if key in data and not ok(data[key]):
+            return f"{where}.{key} is {type(data[key]).__name__} {str(data[key])[:40]!r}, expected {what}"
+    return None
+
+
 def classify(path: str, data: Any) -> Source:
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a JSON object; fix: give a preflight or rehearsal report")
@@ -106,6 +142,12 @@ def classify(path: str, data: Any) -> Source:
                 raise ReportError(
                     f"{path}: nodes[{i}] has no node name; fix: give the rehearsal JSON `--rehearse` wrote"
                 )
+        odd = _odd_field("summary", data["summary"], REHEARSAL_SUMMARY_FIELDS) or next(
+            (o for i, n in enumerate(data["nodes"]) if (o := _odd_field(f"nodes[{i}]", n, REHEARSAL_NODE_FIELDS))),
+            None,
+        )
+        if odd:
+            raise ReportError(f"{path}: {odd}; fix: give the rehearsal JSON `--rehearse` wrote")
         return Source(path, "rehearsal", data)
     raise ReportError(
         f"{path}: neither a preflight report (with 'rows') nor a rehearsal report (with 'summary' and 'nodes'); "

@@ -365,9 +365,17 @@ REPORTS = st.one_of(
     ),
     st.fixed_dictionaries(
         {
-            "summary": st.dictionaries(st.text(max_size=5), SCALARS),
+            # the fields the page draws (rehearse.py's summary and NodeReport), each of any type
+            "summary": st.dictionaries(
+                st.sampled_from(["nnodes", "dies_per_node", "backend", "tensor_mb", "world", "error", "placement"])
+                | st.text(max_size=5),
+                SCALARS | st.lists(SCALARS | st.dictionaries(st.sampled_from(["node", "group", "bundles"]), SCALARS)),
+            ),
             "nodes": st.lists(
-                st.dictionaries(st.sampled_from(["node", "problems", "ip"]), SCALARS | st.lists(st.text(max_size=5))),
+                st.dictionaries(
+                    st.sampled_from(["node", "problems", "ip", "bundles", "allreduce_ms", "algbw_gbps", "busbw_gbps"]),
+                    SCALARS | st.lists(SCALARS | st.text(max_size=5)),
+                ),
                 max_size=4,
             ),
         }
@@ -386,6 +394,25 @@ def test_report_of_any_json(capsys: pytest.CaptureFixture[str], doc: Any, nested
         report.write_text(text)
         rc, out, err = call(capsys, ["report", str(report), "-o", str(Path(tmp) / "r.html")])
     assert_contract(rc, out, err, "r.json")
+
+
+ODD_FIELDS = [("summary", k) for k in readiness_page.REHEARSAL_SUMMARY_FIELDS] + [
+    ("node", k) for k in readiness_page.REHEARSAL_NODE_FIELDS
+]
+
+
+@pytest.mark.parametrize(("part", "key"), ODD_FIELDS)
+@pytest.mark.parametrize("value", [4, "x", [1, {}], {"a": 1}, True])
+def test_rehearsal_report_field_of_another_type(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, part: str, key: str, value: Any
+) -> None:
+    node: dict[str, Any] = {"node": "a3-01", "ip": "10.0.0.1", "bundles": 16, "problems": [], "allreduce_ms": 1.0}
+    doc: dict[str, Any] = {"summary": {"nnodes": 1, "dies_per_node": 16}, "nodes": [node]}
+    (doc["summary"] if part == "summary" else node)[key] = value
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(doc))
+    rc, out, err = call(capsys, ["report", str(report), "-o", str(tmp_path / "r.html")])
+    assert_contract(rc, out, err, key)
 
 
 WORDS = st.sampled_from(

@@ -92,7 +92,7 @@ def secret_site(tmp_path: Path, mode: int = 0o600, extra: str = "") -> tuple[Pat
     secret.write_text(PLANTED + "\n")
     secret.chmod(mode)
     site = tmp_path / "site.yaml"
-    site.write_text(f"LOGGER: [console, wandb]\nsecret_files:\n  WANDB_API_KEY: {secret}\n{extra}")
+    site.write_text(f"LOGGER: [console, file, wandb]\nsecret_files:\n  WANDB_API_KEY: {secret}\n{extra}")
     return site, secret
 
 

@@ -42,6 +42,8 @@ BAD_SETTINGS = [
     ("qwen3.5-397b", ["--set", "MODEL_PATH=Qwen/Qwen3.5-397B-A17B"], "MODEL_PATH=Qwen/Qwen3.5-397B-A17B"),
     ("qwen3.5-397b", ["--set", "LOGGER=console,wandb"], "'wandb' is chosen but WANDB_API_KEY is not set"),
     ("qwen3.5-397b", ["--set", "LOGGER=console,foo"], "'foo' is not a verl 0.8.0 tracker"),
+    ("qwen3.5-397b", ["--set", "LOGGER=console,tensorboard"], "LOGGER=console,tensorboard: has no 'file'"),
+    ("qwen3.5-35b-fsdp", ["--", "trainer.logger=[console]"], "LOGGER=console: has no 'file'"),
     ("qwen3.5-397b", ["--set", "DEVICE=tpu"], "DEVICE='tpu' is not one of npu, gpu"),
     ("qwen3.5-397b", ["--set", "RESUME_MODE=sometimes"], "RESUME_MODE='sometimes'"),
     ("qwen3.5-397b", ["--set", "EXPERIMENT_NAME=a/b"], "EXPERIMENT_NAME='a/b'"),

@@ -139,8 +139,20 @@ def path_lengths(ctx: Context) -> None:
             )
 
 
+# verl's file logger writes the run record's metrics.jsonl, which the progress line, the health rules, the run page,
+# compare and diagnose read: without it a run goes unobserved.
+OBSERVED_BY = "file"
+
+
 def trackers(ctx: Context, env: Mapping[str, str]) -> None:
     chosen = ctx.values["LOGGER"]
+    if OBSERVED_BY not in chosen:
+        ctx.add(
+            f"LOGGER={','.join(chosen)}",
+            f"has no '{OBSERVED_BY}': verl would write no metrics.jsonl, so the progress line, health rules, run "
+            "page, compare and diagnose would see nothing",
+            f"keep '{OBSERVED_BY}' in LOGGER (e.g. LOGGER=console,tensorboard,{OBSERVED_BY})",
+        )
     for logger in chosen:
         if logger not in SUPPORTED_LOGGERS:
             ctx.add(
