@@ -17,18 +17,24 @@ from typing import Any
 Record = dict[str, Any]
 
 
+def parse_record(line: bytes | str) -> Record | None:
+    """One line of the stream as a {"step": int, "data": {...}} record, or None for anything else: the one
+    definition the live tail, compare and the run page share. A line nested thousands deep is None too (json's
+    RecursionError would otherwise end the tail's thread, and the health rules with it, silently)."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    step = rec.get("step") if isinstance(rec, dict) else None
+    if isinstance(step, int) and not isinstance(step, bool) and isinstance(rec.get("data"), dict):
+        return rec
+    return None
+
+
 def complete_records(buffer: bytes) -> tuple[list[Record], bytes]:
-    """The whole lines of `buffer` as records (lines that are not JSON objects are skipped), and the rest."""
+    """The whole lines of `buffer` as records (lines that are no record are skipped), and the rest."""
     *lines, rest = buffer.split(b"\n")
-    out = []
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and isinstance(rec.get("data"), dict):
-            out.append(rec)
-    return out, rest
+    return [rec for line in lines if (rec := parse_record(line)) is not None], rest
 
 
 class MetricTail:

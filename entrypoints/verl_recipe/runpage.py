@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from .metricstream import parse_record
 from .pagekit import (
     BASE_CSS,
     PLOT_CSS,
@@ -120,15 +121,11 @@ def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     for line in blob.splitlines():
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
+        rec = parse_record(line)
+        if rec is None:
             skipped += 1
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and isinstance(rec.get("data"), dict):
-            records.append(rec)
         else:
-            skipped += 1
+            records.append(rec)
     if skipped:
         notes.append(f"{METRICS}: {skipped} line(s) skipped (not a whole {{step, data}} record)")
     if len(records) > MAX_ROWS:

@@ -167,6 +167,14 @@ def test_a_metric_missing_in_this_run_fails_and_in_both_is_bad_input(
     assert res.err.count("\n") == 1 and "has perf/throughput in steps 5-14" in res.err and "fix:" in res.err
 
 
+def test_a_line_nested_thousands_deep_is_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = make_run(tmp_path, "base", stream(14))
+    deep = b'{"step": 15, "data": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    res = run(capsys, "compare", str(make_run(tmp_path, "deep", stream(14), tail=deep)), "--baseline", str(base))
+    assert res.rc == EXIT_OK, res.out + res.err
+    assert "Traceback" not in res.err
+
+
 def test_nan_null_and_a_half_written_last_line_are_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = make_run(tmp_path, "base", stream(14))
     recs = stream(14)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verl_recipe.metricstream import MetricTail, Progress, complete_records, progress_line
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verl_recipe.metricstream import MetricTail, Progress, complete_records, parse_record, progress_line
 
 STEP = {"step": 2, "data": {"timing_s/step": 2.3097, "critic/rewards/mean": 0.0798, "perf/throughput": 61.9}}
 
@@ -60,3 +62,26 @@ def test_progress_of_the_recorded_run_has_every_part_and_an_eta_from_the_median_
 def test_progress_leaves_out_what_is_missing_or_not_a_number() -> None:
     rec = {"step": 5, "data": {"timing_s/step": None, "perf/throughput": float("nan"), "critic/rewards/mean": 0.5}}
     assert Progress(None).line(rec) == "progress: step 5  reward 0.500"
+
+
+DEEP_LINE = b'{"step": 1, "data": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+
+
+def test_a_line_nested_thousands_deep_is_no_record_and_the_tail_goes_on(tmp_path: Path) -> None:
+    """json's RecursionError would end the tail's thread, and the health rules with it, without a word."""
+    assert parse_record(DEEP_LINE) is None
+    assert parse_record(b"\xff\xfe") is None and parse_record(b'{"step": true, "data": {}}') is None
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(DEEP_LINE + b"\n")
+    seen: list[int] = []
+    with MetricTail(path, lambda r: seen.append(r["step"]), every_s=0.05), path.open("ab") as fh:
+        fh.write(json.dumps({"step": 2, "data": {}}).encode() + b"\n")
+    assert seen == [2]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(blob=st.binary(max_size=300) | st.sampled_from([DEEP_LINE, b"\x00\n", b'{"step": 1e400, "data": {}}\n']))
+def test_any_bytes_give_records_or_nothing(blob: bytes) -> None:
+    records, rest = complete_records(blob + b"\n" + json.dumps(STEP).encode() + b"\n")
+    assert records[-1] == STEP and rest == b""
+    assert all(isinstance(r["step"], int) and isinstance(r["data"], dict) for r in records)
