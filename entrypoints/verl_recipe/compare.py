@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from .exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
-from .metricstream import complete_records
-from .problems import error
+from .metricstream import complete_records, finite_number, is_step, load_json, read_file
+from .problems import error, one_line
 from .runrecord import METRICS_FILE
 
 BASELINE_FORMAT = "verl-recipe-baseline/1"
+MAX_STREAM_BYTES = 2**31  # ~400,000 steps of verl's ~5 KB lines; the steps after are left out (the window is early)
+MAX_FILE_BYTES = 64 * 2**20  # settings.json, a baseline file: a few KB as written
 WINDOW = (5, 14)  # the steps compared, both ends included: past the first steps' warm-up and graph capture
 
 # The defaults of the thresholds (each a flag of the command).
@@ -85,16 +87,20 @@ def checks(
 
 
 def _finite(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None  # null (orjson's NaN), NaN, inf, or not a number
+    return finite_number(value)  # None for null (orjson's NaN), NaN, inf, an int beyond a float, or not a number
+
+
+def _shown(text: str) -> str:
+    """A name read from a file, safe to print: one line, and lone surrogates (JSON's "\\ud800") escaped."""
+    return one_line(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def read_stream(path: Path) -> dict[int, dict[str, float]]:
     """Each step's finite numbers from verl's metric stream; a half-written last line is left out, and a step
-    written twice keeps its last line."""
+    written twice keeps its last line. Lines are read as metricstream.parse_record reads them (lines that are no
+    record are left out), at most MAX_STREAM_BYTES."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, MAX_STREAM_BYTES)
     except OSError as exc:
         raise CompareError(f"{path}: cannot be read ({exc.strerror}); {BAD_RUN_FIX}") from exc
     records, _partial = complete_records(raw)
@@ -119,10 +125,11 @@ class Side:
 
 def _recipe_of(run_dir: Path) -> str | None:
     try:
-        recipe = json.loads((run_dir / "settings.json").read_text()).get("recipe")
-    except (OSError, ValueError, AttributeError):
+        settings = load_json(read_file(run_dir / "settings.json", MAX_FILE_BYTES))
+    except (OSError, ValueError):
         return None  # a folder without a readable settings.json still compares; the table just names no recipe
-    return recipe if isinstance(recipe, str) else None
+    recipe = settings.get("recipe") if isinstance(settings, dict) else None
+    return _shown(recipe) if isinstance(recipe, str) else None
 
 
 def load_run(raw: str) -> Side:
@@ -130,7 +137,7 @@ def load_run(raw: str) -> Side:
     if not raw or not path.is_dir():
         raise CompareError(f"{raw or repr(raw)} is not a folder; {BAD_RUN_FIX}")
     stream = path / METRICS_FILE
-    if not stream.is_file():
+    if not stream.exists():
         raise CompareError(
             f"{path} has no {METRICS_FILE} (runs launched before verl-recipe recorded verl's metrics have none); "
             f"{BAD_RUN_FIX}"
@@ -143,24 +150,28 @@ def load_baseline(raw: str) -> Side:
     if raw and path.is_dir():
         return load_run(raw)
     try:
-        doc = json.loads(path.read_text()) if raw else None
+        text = read_file(path, MAX_FILE_BYTES + 1) if raw else b"null"
     except OSError as exc:
         raise CompareError(f"baseline {raw}: cannot be read ({exc.strerror}); {BAD_BASELINE_FIX}") from exc
-    except ValueError as exc:
-        raise CompareError(f"baseline {raw}: not JSON ({exc}); {BAD_BASELINE_FIX}") from exc
+    if len(text) > MAX_FILE_BYTES:
+        raise CompareError(f"baseline {raw}: larger than {MAX_FILE_BYTES} bytes, no baseline file; {BAD_BASELINE_FIX}")
+    try:
+        doc = load_json(text)
+    except ValueError as exc:  # not UTF-8, nested too deep, or no JSON: the reason is the message
+        raise CompareError(f"baseline {raw}: {exc}; {BAD_BASELINE_FIX}") from exc
     if not isinstance(doc, dict) or doc.get("format") != BASELINE_FORMAT:
         raise CompareError(f"baseline {raw or repr(raw)}: not a {BASELINE_FORMAT} file; {BAD_BASELINE_FIX}")
     metrics, steps = doc.get("metrics"), doc.get("steps")
-    if (
-        not isinstance(metrics, dict)
-        or not isinstance(steps, list)
-        or not steps
-        or not all(isinstance(s, int) for s in steps)
-    ):
-        raise CompareError(f"baseline {raw}: its metrics or steps are malformed; {BAD_BASELINE_FIX}")
+    if not isinstance(metrics, dict) or not isinstance(steps, list) or not steps or not all(map(is_step, steps)):
+        raise CompareError(
+            f"baseline {raw}: its metrics (an object of numbers) or steps (a list of step numbers) are malformed; "
+            f"{BAD_BASELINE_FIX}"
+        )
     figures = {k: v for k, v in ((k, _finite(v)) for k, v in metrics.items()) if v is not None}
+    if not figures:
+        raise CompareError(f"baseline {raw}: its metrics hold no finite number; {BAD_BASELINE_FIX}")
     recipe = doc.get("recipe")
-    return Side(str(path), recipe if isinstance(recipe, str) else None, None, figures, sorted(steps))
+    return Side(str(path), _shown(recipe) if isinstance(recipe, str) else None, None, figures, sorted(set(steps)))
 
 
 def choose_steps(run: dict[int, dict[str, float]], other: list[int], window: tuple[int, int]) -> tuple[list[int], str]:
@@ -177,7 +188,8 @@ def choose_steps(run: dict[int, dict[str, float]], other: list[int], window: tup
 
 
 def _span(steps: list[int]) -> str:
-    if steps == list(range(steps[0], steps[-1] + 1)):
+    """Sorted steps as FIRST-LAST where they run without a gap, else listed."""
+    if steps[-1] - steps[0] + 1 == len(steps) and steps == list(range(steps[0], steps[-1] + 1)):
         return f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
     return ",".join(map(str, steps))
 
@@ -186,7 +198,11 @@ def figure(steps: dict[int, dict[str, float]], used: list[int], key: str, peak: 
     values = [steps[s][key] for s in used if key in steps[s]]
     if not values:
         return None
-    return max(values) if peak else sum(values) / len(values)
+    if peak:
+        return max(values)
+    mean = sum(values) / len(values)
+    # A sum of values near the float's limit overflows to inf: divided first, the mean stays finite.
+    return mean if math.isfinite(mean) else sum(v / len(values) for v in values)
 
 
 def figures(steps: dict[int, dict[str, float]], used: list[int], all_checks: list[Check]) -> dict[str, float]:
@@ -322,6 +338,18 @@ def baseline_document(run: Side, window: tuple[int, int], all_checks: list[Check
     }
 
 
+def refuse_unusable(doc: dict[str, Any], run: Side, target: Path, all_checks: list[Check]) -> None:
+    """A baseline without a figure for a metric verl always logs is one no compare can use (comparing against it
+    is bad input on that metric): refused, and nothing written."""
+    for check in all_checks:
+        if check.always_logged and not any(key in doc["metrics"] for key in check.keys):
+            raise CompareError(
+                f"--save-baseline {target}: {run.name} has no finite {' or '.join(check.keys)} in steps "
+                f"{_span(doc['steps'])}, so no compare could use the file; fix: save a baseline from a run of verl "
+                "0.8.0's trainer, whose metrics.jsonl logs it every step"
+            )
+
+
 def _window(text: str) -> tuple[int, int]:
     lo, sep, hi = text.partition("-")
     try:
@@ -380,7 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = load_run(ns.run)
         base = load_baseline(ns.baseline) if ns.baseline is not None else None
         target = Path(ns.save_baseline) if ns.save_baseline is not None else None
-        if target is not None and (not ns.save_baseline or not target.parent.is_dir() or target.is_dir()):
+        if target is not None and (
+            not ns.save_baseline
+            or not target.parent.is_dir()
+            or target.is_dir()
+            or (target.exists() and not target.is_file())  # a fifo: writing it would wait for a reader
+        ):
             raise CompareError(
                 f"--save-baseline {ns.save_baseline or repr(ns.save_baseline)}: not a file in an existing folder; "
                 "fix: name a file, e.g. baselines/train-2b.json, in a folder that exists"
@@ -388,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = compare_sides(run, base, ns.steps, all_checks) if base is not None else None
         if target is not None:
             doc = baseline_document(run, ns.steps, all_checks)
+            refuse_unusable(doc, run, target, all_checks)
             try:
                 target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
             except OSError as exc:

@@ -182,7 +182,14 @@ def log_files(paths: Sequence[Path], base: Path | None = None) -> list[tuple[Pat
     for given in paths:
         try:
             for path in _candidates(given) if given.is_dir() else iter([given]):
-                real = path.resolve()
+                # Only regular files (a symlink to one too): a fifo would block the read for ever, and a symlink
+                # loop makes resolve() raise RuntimeError (Python 3.11).
+                try:
+                    if not path.is_file():
+                        continue
+                    real = path.resolve()
+                except (OSError, RuntimeError):
+                    continue
                 if real in seen:
                     continue
                 seen.add(real)

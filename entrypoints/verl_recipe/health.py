@@ -272,7 +272,9 @@ class Health:
         self._series.setdefault("_step", []).append(step_s)
         if throughput is not None:
             self._series.setdefault("_thr", []).append(throughput)
-        if self._steps <= WARMUP_STEPS + BASELINE_STEPS:
+        # Counted in timed steps: the baseline is taken from those, and a run whose first steps lack the timer
+        # would otherwise ask for the median of none.
+        if len(self._series["_step"]) <= WARMUP_STEPS + BASELINE_STEPS:
             return []
         ratio = self.thresholds.step_time_ratio
         fired: list[Alert] = []

@@ -13,16 +13,17 @@ draws it again. Every input is bounded and may be absent or half-written: the pa
 from __future__ import annotations
 
 import argparse
-import json
+import errno
+import stat
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .metricstream import parse_record
+from .metricstream import is_step, load_json, parse_record, read_file
 from .pagekit import (
     BASE_CSS,
     PLOT_CSS,
@@ -45,6 +46,13 @@ MAX_METRIC_BYTES = 64 * 2**20  # ~12,000 steps of verl's ~5 KB lines; a longer s
 MAX_ROWS = 100_000
 MAX_JSON_BYTES = 8 * 2**20
 MAX_ALERTS = 500
+MAX_LOST = 500
+MAX_FINDINGS = 100
+MAX_NODE_SERIES = 32  # per-node memory series drawn in one plot
+# What a plot draws: a value beyond this (or a step beyond +-MAX_STEP) would break the axes' arithmetic, and one
+# nearer 0 than MIN_PLOT_VALUE is drawn as 0 (a float too small to divide by); no metric drawn here comes close.
+MAX_PLOT_VALUE = 1e15
+MIN_PLOT_VALUE = 1e-12
 REFRESH_S = 30  # a page of a run still going reloads itself
 # (plot id, title, unit, metric names: the first present is drawn)
 PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -87,24 +95,151 @@ class Run:
     notes: list[str] = field(default_factory=list)  # what could not be read, said on the page
 
 
+NOT_READ = object()  # what _json_file returns for a file it could not read (JSON's null is None)
+
+
 def _json_file(path: Path, notes: list[str]) -> Any:
-    """An optional record file: None when absent; a note when it is unreadable or half-written."""
+    """An optional record file's JSON: NOT_READ when absent, or with a note when it is unreadable, not a file or
+    half-written."""
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            notes.append(f"{path.name}: larger than {MAX_JSON_BYTES} bytes, not drawn")
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = read_file(path, MAX_JSON_BYTES + 1)
     except FileNotFoundError:
+        return NOT_READ
+    except OSError as exc:  # a folder, a fifo, a symlink loop, no permission
+        notes.append(f"{path.name}: not readable: {exc.strerror or exc.__class__.__name__}, not drawn")
+        return NOT_READ
+    if len(text) > MAX_JSON_BYTES:
+        notes.append(f"{path.name}: larger than {MAX_JSON_BYTES} bytes, not drawn")
+        return NOT_READ
+    try:
+        return load_json(text)
+    except ValueError as exc:  # not UTF-8, nested too deep, half-written
+        notes.append(f"{path.name}: not readable: {exc}, not drawn")
+        return NOT_READ
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float)
+
+
+def _fields_problem(doc: dict[str, Any], keys: Sequence[str], where: str = "") -> str | None:
+    for key in keys:
+        if not _scalar(doc.get(key)):
+            return f'{where}"{key}" is not a single value'
+    return None
+
+
+def _list_problem(doc: Any, what: str, check: Callable[[Any], str | None]) -> str | None:
+    """The first entry of the list `doc` that `check` finds a problem with, said as 'entry N: ...'."""
+    if not isinstance(doc, list):
+        return f"not a list of {what}"
+    for i, entry in enumerate(doc):
+        problem = check(entry)
+        if problem:
+            return f"entry {i + 1}: {problem}"
+    return None
+
+
+SETTINGS_FIELDS = ("recipe", "host", "started_utc", "cluster", "standin", "total_steps", "resumed_from_step")
+ALERT_FIELDS = ("rule", "metric", "value", "threshold", "step", "time_utc", "line", "stops_run")
+FINDING_FIELDS = ("id", "title", "cause", "fix", "prevent", "file", "line", "excerpt")
+
+
+def settings_problem(doc: Any) -> str | None:
+    """What is wrong with settings.json's shape for the page (None: nothing)."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    problem = _fields_problem(doc, SETTINGS_FIELDS)
+    entries = doc.get("settings")
+    if problem or entries is None:
+        return problem
+    if not isinstance(entries, dict):
+        return '"settings" is not an object of settings'
+    for name in ("DEVICE", *IDENTITY):
+        if not _scalar(_value(entries.get(name))):
+            return f'"settings.{name}" is not a single value'
+    return None
+
+
+def _node_problem(node: Any) -> str | None:
+    if isinstance(node, dict):
+        return _fields_problem(node, ("host", "ip"))
+    return None if _scalar(node) else "not a node (an object with host and ip)"
+
+
+def outcome_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    code = doc.get("exit_code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return '"exit_code" is not a whole number'
+    problem = _fields_problem(doc, ("ended_utc", "next"))
+    if problem or doc.get("lost_nodes") is None:
+        return problem
+    lost = _list_problem(doc["lost_nodes"], "nodes", _node_problem)
+    return f'"lost_nodes" {lost}' if lost else None
+
+
+def _alert_problem(alert: Any) -> str | None:
+    if not isinstance(alert, dict):
+        return "not an alert object"
+    step = alert.get("step")
+    if isinstance(step, int) and not isinstance(step, bool) and not is_step(step):
+        return '"step" is out of range'
+    return _fields_problem(alert, ALERT_FIELDS)
+
+
+def _finding_problem(finding: Any) -> str | None:
+    return _fields_problem(finding, FINDING_FIELDS) if isinstance(finding, dict) else "not a finding object"
+
+
+def diagnosis_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    if doc.get("findings") is not None:
+        problem = _list_problem(doc["findings"], "findings", _finding_problem)
+        if problem:
+            return f'"findings" {problem}'
+    unknown = doc.get("unknown")
+    if unknown is None:
         return None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        notes.append(f"{path.name}: not readable ({exc.__class__.__name__}), not drawn")
+    if not isinstance(unknown, dict):
+        return '"unknown" is not an object'
+    logs = unknown.get("logs")
+    if not _scalar(unknown.get("last_error_block")) or not (
+        _scalar(logs) or (isinstance(logs, list) and all(map(_scalar, logs)))
+    ):
+        return '"unknown" has a last_error_block or logs that are not text'
+    return None
+
+
+def _record_file(path: Path, notes: list[str], problem_of: Callable[[Any], str | None]) -> Any:
+    """A record file of the shape the page draws; one absent is None, one of another shape is set aside with a
+    note (None too)."""
+    doc = _json_file(path, notes)
+    if doc is NOT_READ:
         return None
+    problem = problem_of(doc)
+    if problem:
+        notes.append(f"{path.name}: {problem}, not drawn")
+        return None
+    return doc
+
+
+def _capped(items: list[Any], cap: int, name: str, notes: list[str]) -> list[Any]:
+    if len(items) > cap:
+        notes.append(f"{name}: {len(items)} entries; the first {cap} drawn")
+    return items[:cap]
 
 
 def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """verl's {"step", "data"} lines, in order; a partial last line and lines that are no record are skipped."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a folder, a fifo (opening it would wait for ever)
+            folder = stat.S_ISDIR(info.st_mode)
+            raise OSError(errno.EISDIR if folder else errno.EINVAL, "a folder, not a file" if folder else "not a file")
+        size = info.st_size
         with path.open("rb") as fh:
             if size > MAX_METRIC_BYTES:
                 fh.seek(size - MAX_METRIC_BYTES)
@@ -116,7 +251,8 @@ def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise RunPageError(f"{path}: unreadable ({exc.__class__.__name__}); fix: check the file's permissions") from exc
+        notes.append(f"{METRICS}: not readable: {exc.strerror or exc.__class__.__name__}, no step drawn")
+        return []
     records, skipped = [], 0
     for line in blob.splitlines():
         if not line.strip():
@@ -135,39 +271,43 @@ def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def load_run(run_dir: str | Path) -> Run:
+    """The run folder's files; each one absent, unreadable or of another shape is left out with a note."""
     d = Path(run_dir)
     if not d.is_dir():
         raise RunPageError(f"{d}: not a folder; fix: give a run folder (LOG_DIR/<project>/<experiment>/runs/<stamp>)")
     if not (d / "settings.json").exists() and not (d / METRICS).exists():
         raise RunPageError(f"{d}: no settings.json or {METRICS}; fix: give a run folder a launch wrote")
     run = Run(d)
-    if (d / "settings.json").exists():
-        settings = _json_file(d / "settings.json", run.notes)
-        if not isinstance(settings, dict):
-            raise RunPageError(
-                f"{d / 'settings.json'}: not a JSON object; fix: give a run folder a launch wrote (settings.json)"
-            )
-        run.settings = settings
+    run.settings = _record_file(d / "settings.json", run.notes, settings_problem) or {}
     run.records = read_metrics(d / METRICS, run.notes)
-    outcome = _json_file(d / "outcome.json", run.notes)
-    run.outcome = outcome if isinstance(outcome, dict) else None
-    alerts = _json_file(d / "alerts.json", run.notes)
-    if isinstance(alerts, list):
-        run.alerts = [a for a in alerts if isinstance(a, dict)][:MAX_ALERTS]
-    diagnosis = _json_file(d / "diagnosis.json", run.notes)
-    run.diagnosis = diagnosis if isinstance(diagnosis, dict) else None
-    lost = _json_file(d / "lost_nodes.json", run.notes)
-    run.lost = lost if isinstance(lost, list) else list((run.outcome or {}).get("lost_nodes") or [])
+    run.outcome = _record_file(d / "outcome.json", run.notes, outcome_problem)
+    alerts = _record_file(d / "alerts.json", run.notes, lambda doc: _list_problem(doc, "alerts", _alert_problem))
+    run.alerts = _capped(alerts or [], MAX_ALERTS, "alerts.json", run.notes)
+    run.diagnosis = _record_file(d / "diagnosis.json", run.notes, diagnosis_problem)
+    if run.diagnosis is not None and run.diagnosis.get("findings"):
+        run.diagnosis["findings"] = _capped(run.diagnosis["findings"], MAX_FINDINGS, "diagnosis.json", run.notes)
+    lost = _record_file(d / "lost_nodes.json", run.notes, lambda doc: _list_problem(doc, "nodes", _node_problem))
+    if lost is None:
+        lost = (run.outcome or {}).get("lost_nodes") or []
+    run.lost = _capped(lost, MAX_LOST, "lost nodes", run.notes)
     return run
 
 
 # ------------------------------------------------------------------------------------------------------- model
 
 
+def plottable(value: Any) -> float | None:
+    """A value a plot can draw: finite and at most MAX_PLOT_VALUE either way, a tiny one as 0 (None: not drawn)."""
+    v = finite(value)
+    if v is None or abs(v) > MAX_PLOT_VALUE:
+        return None
+    return 0.0 if abs(v) < MIN_PLOT_VALUE else v
+
+
 def series_of(records: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
     pts = []
     for r in records:
-        v = finite(r["data"].get(key))
+        v = plottable(r["data"].get(key))
         if v is not None:
             pts.append((float(r["step"]), v))
     return thin(pts)
@@ -175,7 +315,7 @@ def series_of(records: list[dict[str, Any]], key: str) -> list[tuple[float, floa
 
 def _alert_step(a: dict[str, Any]) -> int | None:
     s = a.get("step")
-    return s if isinstance(s, int) and not isinstance(s, bool) else None
+    return s if is_step(s) else None
 
 
 def _alert_label(a: dict[str, Any]) -> str:
@@ -184,9 +324,7 @@ def _alert_label(a: dict[str, Any]) -> str:
 
 def plots(run: Run) -> list[Plot]:
     keys = {k for r in run.records for k in r["data"]}
-    cpu = str((run.settings.get("settings") or {}).get("DEVICE", {}).get("value", "")) == "cpu" or bool(
-        run.settings.get("standin")
-    )
+    cpu = str(_values(run).get("DEVICE", "")) == "cpu" or bool(run.settings.get("standin"))
     specs = [(pid, title, unit, names, "") for pid, title, unit, names in PLOTS]
     mem_names = HOST_MEM if cpu else DEVICE_MEM
     mem_title = "Host memory (CPU run)" if cpu else "Device memory"
@@ -198,8 +336,10 @@ def plots(run: Run) -> list[Plot]:
         key = next((n for n in names if n in keys), names[0])
         per_node = sorted(k for k in keys if kind and k.startswith(key + "/"))
         if per_node:
-            series = [Series(k[len(key) + 1 :], series_of(run.records, k)) for k in per_node]
+            series = [Series(k[len(key) + 1 :], series_of(run.records, k)) for k in per_node[:MAX_NODE_SERIES]]
             note = "per node"
+            if len(per_node) > MAX_NODE_SERIES:
+                note += f" ({len(per_node)} series in the stream; the first {MAX_NODE_SERIES} drawn)"
         else:
             series = [Series(key, series_of(run.records, key))]
             note = "the maximum over ranks, as verl reports it (no per-node series in the stream)" if kind else ""
@@ -209,7 +349,7 @@ def plots(run: Run) -> list[Plot]:
             step = _alert_step(a)
             if step is None:
                 continue
-            y = finite(a.get("value")) if a.get("metric") in metrics else None
+            y = plottable(a.get("value")) if a.get("metric") in metrics else None
             marks.append(Mark(float(step), _alert_label(a), y))
         out.append(Plot(pid, title, unit, series, marks, note))
     return out
@@ -238,6 +378,12 @@ def _value(entry: Any) -> Any:
     return entry.get("value") if isinstance(entry, dict) else entry
 
 
+def _values(run: Run) -> dict[str, Any]:
+    """settings.json's settings, name -> value (an entry is {"value", "from"}, or the bare value)."""
+    entries = run.settings.get("settings")
+    return {k: _value(v) for k, v in entries.items()} if isinstance(entries, dict) else {}
+
+
 def _state(run: Run) -> tuple[str, str]:
     if run.outcome is None:
         return "warn", "running (no outcome.json yet)"
@@ -247,7 +393,7 @@ def _state(run: Run) -> tuple[str, str]:
 
 def header(run: Run) -> str:
     s = run.settings
-    values = {k: _value(v) for k, v in (s.get("settings") or {}).items()} if isinstance(s.get("settings"), dict) else {}
+    values = _values(run)
     recipe = s.get("recipe") or "recipe not recorded"
     title = f"Run: {recipe}" + (f" / {values['EXPERIMENT_NAME']}" if values.get("EXPERIMENT_NAME") else "")
     sim = '<span class="sim">SIMULATED cluster</span>' if s.get("standin") else ""
@@ -370,13 +516,15 @@ def render(run: Run) -> str:
     )
     refresh = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if run.outcome is None else ""
     title = f"Run {run.settings.get('recipe', '')} {run.path.name}".strip()
-    return (
+    page = (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width,initial-scale=1">{refresh}'
         f"<title>{esc(title)}</title><style>{CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     )
+    # A lone surrogate from a JSON file ("\\ud800") cannot be written as UTF-8: shown escaped instead.
+    return page.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def write_run_page(run_dir: Path) -> Path:
@@ -404,7 +552,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         error(exc)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        error(f"cannot write {Path(ns.run_dir) / RUN_PAGE}: {exc}; fix: make the run folder writable")
+        dest = Path(ns.run_dir) / RUN_PAGE
+        fix = f"move the folder {RUN_PAGE} out of the run folder" if dest.is_dir() else "make the run folder writable"
+        error(f"cannot write {dest}: {exc.strerror or exc}; fix: {fix}")
         return EXIT_BAD_INPUT
     print(f"run page: {dest.resolve().as_uri()}")
     return EXIT_OK

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verl_recipe import metricstream
 from verl_recipe.metricstream import MetricTail, Progress, complete_records, parse_record, progress_line
 
 STEP = {"step": 2, "data": {"timing_s/step": 2.3097, "critic/rewards/mean": 0.0798, "perf/throughput": 61.9}}
@@ -85,3 +87,18 @@ def test_any_bytes_give_records_or_nothing(blob: bytes) -> None:
     records, rest = complete_records(blob + b"\n" + json.dumps(STEP).encode() + b"\n")
     assert records[-1] == STEP and rest == b""
     assert all(isinstance(r["step"], int) and isinstance(r["data"], dict) for r in records)
+
+
+def test_a_line_longer_than_any_step_is_dropped_up_to_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tail does not hold a line without end for ever; the steps after it are still handed on."""
+    monkeypatch.setattr(metricstream, "MAX_LINE_BYTES", 100)
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"step": 1, "data": {}}\n' + b" " * 150)
+    seen: list[int] = []
+    tail = MetricTail(path, lambda r: seen.append(r["step"]))
+    tail.poll()
+    assert seen == [1] and tail._rest == b""
+    with path.open("ab") as fh:
+        fh.write(b'{"step": 9, "data": {}}\n{"step": 3, "data": {}}\n')
+    tail.poll()
+    assert seen == [1, 3]  # the end of the long line is not read as a line of its own

@@ -4,6 +4,7 @@ failed run, the stand-in note, bounded and half-written input, bad folders in on
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -128,22 +129,34 @@ def test_cli_report_run_dir_writes_run_html(tmp_path: Path, capsys: pytest.Captu
     assert not re.search(r"https?:|\b(src|href)\s*=|url\(", page.replace("<!DOCTYPE html>", ""))
 
 
-@pytest.mark.parametrize(
-    ("setup", "message"),
-    [
-        (lambda d: None, "no settings.json or metrics.jsonl"),
-        (lambda d: (d / "settings.json").write_text("[1]"), "settings.json: not a JSON object"),
-        (lambda d: (d / "settings.json").write_text("{"), "settings.json: not a JSON object"),
-    ],
-)
-def test_bad_run_folder_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], setup, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_run_folder_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = tmp_path / "r"
     d.mkdir()
-    setup(d)
     assert cli_main(["report", str(d)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err and str(d) in err
+    assert len(err.splitlines()) == 1 and "no settings.json or metrics.jsonl" in err and str(d) in err
     assert not (d / "run.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "note"),
+    [
+        ("settings.json", "[1]", "settings.json: not a JSON object, not drawn"),
+        ("settings.json", "{", "settings.json: not readable: not JSON"),
+        ("settings.json", '{"settings": {"TP": {"value": [4]}}}', 'settings.json: "settings.TP" is not a single value'),
+        ("outcome.json", '{"exit_code": "1"}', 'outcome.json: "exit_code" is not a whole number, not drawn'),
+        ("lost_nodes.json", '{"host": "a3-02"}', "lost_nodes.json: not a list of nodes, not drawn"),
+        ("alerts.json", '[{"step": 2, "metric": ["x"]}]', 'alerts.json: entry 1: "metric" is not a single value'),
+    ],
+)
+def test_a_record_file_of_another_shape_is_set_aside_and_the_plots_drawn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, note: str
+) -> None:
+    d = make_run(tmp_path / "r")
+    (d / name).write_text(text)
+    assert cli_main(["report", str(d)]) == 0, capsys.readouterr().err
+    page = (d / "run.html").read_text()
+    assert html.escape(note) in page and 'data-points="6"' in figure(page, "step-time")
 
 
 def test_not_a_folder_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
