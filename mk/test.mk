@@ -21,3 +21,7 @@ test-unit: venv ## Unit and conformance tests (no Docker)
 test: lint test-unit ## Everything CI runs: lint, unit, conformance and integration tests
 	$(MAKE) --no-print-directory host-deps compose-plugin
 	$(VENV)/bin/pytest -m "docker and not slow" $(DURATIONS) $(PYTEST_ARGS)
+
+.PHONY: golden
+golden: venv ## Write the golden corpus anew (tests/golden) after an intended change of what the product prints
+	GOLDEN_WRITE=1 $(VENV)/bin/pytest -q tests/unit/test_golden.py
