@@ -99,6 +99,9 @@ def launch_cases(capsys: pytest.CaptureFixture[str], tmp: Path) -> Cases:
     cases["render.35b--extra"] = cli(
         capsys, "render", "qwen3.5-35b", "--json", "--", "actor_rollout_ref.rollout.n=8", "+trainer.val_before_train=1"
     )
+    cases["render.35b--extra-length"] = cli(
+        capsys, "render", "qwen3.5-35b", "--json", "--", "data.max_response_length=8192"
+    )
     site = tmp / "site.yaml"
     secret = tmp / "secrets" / "wandb_api_key"
     secret.parent.mkdir()
@@ -150,7 +153,12 @@ def run_record_cases(capsys: pytest.CaptureFixture[str], tmp: Path, monkeypatch:
     install_fake_verl(tmp / "verl", monkeypatch, FAKE_VERL.format(sample=str(sample), code=0))
     shared = make_shared(tmp / "run-shared", model="qwen3.5-35b-a3b")
     cases: Cases = {}
-    for name, extra in (("plain", []), ("rollout-n", ["--", "actor_rollout_ref.rollout.n=8"])):
+    runs_of = (
+        ("plain", []),
+        ("rollout-n", ["--", "actor_rollout_ref.rollout.n=8"]),
+        ("response-length", ["--", "data.max_response_length=4096"]),  # an override that drives the memory plan
+    )
+    for name, extra in runs_of:
         log_dir = tmp / f"logs-{name}"
         args = set_args(dict(shared, LOG_DIR=str(log_dir)))
         out = cli(capsys, "launch", "qwen3.5-35b-fsdp", "--set", "TOTAL_TRAINING_STEPS=3", *args, *extra)
