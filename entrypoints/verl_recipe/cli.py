@@ -142,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 launch = render(recipe, resolved, req.extra)
                 print_lines(resolved.warnings)
                 if ns.json:
+                    from .validate import rendered_memory
+
+                    launch.memory = rendered_memory(recipe, launch, resolved.values)
                     sys.stdout.write(launch.to_json())
                 else:
                     from .runrecord import shell_command

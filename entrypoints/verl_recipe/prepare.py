@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .problems import print_lines
-from .render import Launch, render, setting_keys
+from .render import Launch, render
 from .resolve import Request, resolve
 from .settings import Resolved
 
@@ -37,23 +37,25 @@ def request_of(ns: argparse.Namespace, extra: list[str]) -> Request:
 
 
 def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resolved, list[str]]:
-    """Resolve, render and validate. Returns the launch, the resolved settings and problems as lines."""
+    """Resolve, render and validate. Returns the launch (with the memory plan validate checked), the resolved
+    settings and problems as lines."""
     from .hydra_check import hydra_available
     from .validate import validate
 
     recipe, resolved = resolve(req)
     launch = render(recipe, resolved, req.extra)
     do_compose = hydra_available() if compose is None else compose
-    problems, notes = validate(
+    checked = validate(
         recipe,
         resolved.values,
         launch,
-        setting_keys(recipe),
         environ=os.environ,
         env_overrides=resolved.env_overrides,
         path_checks=not req.skip_path_checks,
         compose=do_compose,
         secret_files=resolved.secret_files,
     )
-    print_lines([*resolved.warnings, *notes])
-    return launch, resolved, [str(p) for p in problems]
+    # The plan validate checked, over the values the launch runs with, is the one the run record keeps.
+    launch.memory = checked.memory
+    print_lines([*resolved.warnings, *checked.notes])
+    return launch, resolved, [str(p) for p in checked.problems]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from .hydra_syntax import Raw, bare_key, hydra_value, quote
+from .hydra_syntax import Raw, hydra_value, quote
 from .recipes import Recipe, merge_hydra
 from .secretfiles import HOOK_KEY as SECRET_HOOK_KEY
 from .secretfiles import SECRET_FILES_ENV, SETUP_HOOK
@@ -20,7 +20,6 @@ from .settings import (
     EXPERIMENT_DIR,
     FILES,
     LIST,
-    ONE_TO_ONE,
     ZERO_IS_NULL,
     Resolved,
     Setting,
@@ -215,29 +214,4 @@ def render(recipe: Recipe, resolved: Resolved, extra: list[str]) -> Launch:
     if resolved.secret_files:
         runtime_env[SECRET_HOOK_KEY] = Raw(SETUP_HOOK)
     overrides = merge_hydra(recipe.hydra, device_hydra, settings_part, runtime_env)
-    launch = Launch(recipe=recipe.name, env=env, overrides=overrides, extra=list(extra))
-    launch.memory = memory_estimate(recipe, values, launch)
-    return launch
-
-
-def memory_estimate(recipe: Recipe, values: dict[str, Any], launch: Launch) -> dict[str, Any] | None:
-    """The memory plan for this launch, with the recipe's architecture; None when the settings give no layout."""
-    from .memory import Knobs, estimate
-
-    if values["DEVICE"] == "cpu":
-        return None  # no dies: the simulated run's memory is the host's, watched by the run (perf/cpu_memory_used_gb)
-    try:
-        knobs = Knobs.from_launch(launch.overrides, launch.extra, launch.env)
-        return estimate(recipe.name, recipe.engine, recipe.model, values, knobs).to_dict()
-    except (ArithmeticError, ValueError, TypeError, KeyError):
-        return None
-
-
-def setting_keys(recipe: Recipe) -> dict[str, str]:
-    """Hydra key (without +) -> the setting that drives it one-to-one: extra overrides of it set the setting."""
-    return {
-        bare_key(key): spec.name
-        for spec in rendered_settings(recipe.engine)
-        if spec.form in ONE_TO_ONE
-        for key in spec.hydra_keys()
-    }
+    return Launch(recipe=recipe.name, env=env, overrides=overrides, extra=list(extra))

@@ -9,6 +9,7 @@ upstream file and lines that enforce it. Each problem names the setting and valu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks, secretfiles
@@ -17,7 +18,8 @@ from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
 from .hydra_syntax import bare_key, list_text, override_key, unquoted
-from .memory import Knobs
+from .memory import Estimate, Knobs, estimate
+from .models import ModelArch
 from .recipes import Recipe
 from .render import DEVICE_HYDRA, MM_CACHE, RUNTIME_ENV_PREFIX, Launch, rendered_settings
 from .settings import BY_NAME, DEVICE_NAME, EXPERIMENT_DIR, ZERO_IS_NULL, SettingsError, coerce, secret_looking
@@ -99,20 +101,53 @@ def apply_extra(launch: Launch, values: dict[str, Any], recipe: Recipe) -> tuple
     return notes, problems
 
 
+@dataclass
+class Validation:
+    """What validate found: the problems, the notes to print, and the memory plan it checked (the one the run
+    record keeps; None on the CPU stand-ins or when the layout is refused before the plan)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    memory: dict[str, Any] | None = None
+
+
+def folded_values(recipe: Recipe, launch: Launch, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings with every extra override that drives one folded in (the values a launch really runs with)."""
+    folded = dict(values)
+    apply_extra(launch, folded, recipe)
+    return folded
+
+
+def rendered_memory(recipe: Recipe, launch: Launch, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`render --json`'s memory plan: over the folded values, as validate computes it, with the recipe's
+    architecture (render reads no checkpoint); None on the CPU stand-ins or where the settings give no layout."""
+    folded = folded_values(recipe, launch, values)
+    if folded["DEVICE"] == "cpu":
+        return None  # no dies: the simulated run's memory is the host's, watched by the run (perf/cpu_memory_used_gb)
+    try:
+        knobs = Knobs.from_launch(launch.overrides, launch.extra, launch.env)
+        return estimate(recipe.name, recipe.engine, recipe.model, folded, knobs).to_dict()
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
+
+
+def memory_plan(recipe: Recipe, model: ModelArch, values: Mapping[str, Any], knobs: Knobs) -> Estimate:
+    return estimate(recipe.name, recipe.engine, model, values, knobs)
+
+
 def validate(
     recipe: Recipe,
     values: dict[str, Any],
     launch: Launch,
-    key_to_setting: dict[str, str],
     *,
     environ: Mapping[str, str],
     env_overrides: Mapping[str, str],
     path_checks: bool,
     compose: bool,
     secret_files: Mapping[str, str] | None = None,
-) -> tuple[list[Problem], list[str]]:
-    """`key_to_setting` is kept for callers; every key a setting drives is read back (driven_keys)."""
-    del key_to_setting
+) -> Validation:
+    """Every check, over the settings with the extra overrides folded in (apply_extra reads back every key a
+    setting drives); the memory plan is estimated once, here, and is the one the record keeps."""
     secret_files = dict(secret_files or {})
     values = dict(values)
     notes, extra_problems = apply_extra(launch, values, recipe)
@@ -129,10 +164,13 @@ def validate(
     layout_ok = checks.layout(ctx)
     policy.check(ctx, environ, env_overrides, tuple(secret_files))
     problems = extra_problems + ctx.problems + path_problems
+    memory: dict[str, Any] | None = None
     if layout_ok and values["DEVICE"] == "cpu":
         notes.append("note: DEVICE=cpu (the simulated cluster's CPU stand-ins): no dies, no memory plan")
     elif layout_ok:
-        memory_found, memory_notes = memory_rules.check(recipe, model, values, knobs)
+        est = memory_plan(recipe, model, values, knobs)
+        memory = est.to_dict()
+        memory_found, memory_notes = memory_rules.check(recipe, values, est)
         problems += memory_found
         notes += memory_notes
     if compose:
@@ -151,4 +189,4 @@ def validate(
             refused, note = run_verl_checks(OmegaConf.to_yaml(cfg), culprits=culprits)
             problems += [Problem("verl config", what, fix) for what, fix in refused]
             notes.append(note)
-    return problems, notes
+    return Validation(problems, notes, memory)

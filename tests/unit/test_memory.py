@@ -273,16 +273,42 @@ def test_render_json_carries_the_estimate(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_run_record_carries_the_estimate(tmp_path: Path) -> None:
+    from verl_recipe.prepare import prepare
     from verl_recipe.runrecord import new_run_dir, write_run_record
 
     shared = make_shared(tmp_path)
-    r, res = resolve(Request("qwen3.5-397b", sets=[f"{k}={v}" for k, v in shared.items()]), environ={})
-    launch = render(r, res, [])
+    launch, res, problems = prepare(Request("qwen3.5-397b", sets=[f"{k}={v}" for k, v in shared.items()]))
+    assert problems == []
     run_dir = write_run_record(new_run_dir(res), launch, res, {})
     record = json.loads((run_dir / "settings.json").read_text())
     assert launch.memory is not None and launch.memory["peak_phase"] == "rollout"
     assert record["memory_estimate"] == launch.memory
     assert json.loads((run_dir / "launch.json").read_text())["memory"] == launch.memory
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_an_extra_override_that_drives_a_setting_is_in_the_recorded_plan(tmp_path: Path, command: str) -> None:
+    """The plan a launch records (and render --json prints) is the one validate checked: over the values with the
+    extra overrides folded in, as `--set` would give them (it was once the recipe's, before the fold)."""
+    from verl_recipe.prepare import prepare
+    from verl_recipe.validate import rendered_memory
+
+    sets = [f"{k}={v}" for k, v in make_shared(tmp_path).items()]
+
+    def plan(req: Request) -> dict | None:
+        if command == "validate":
+            launch, _, problems = prepare(req)
+            assert problems == []
+            return launch.memory
+        r, res = resolve(req, environ={})
+        return rendered_memory(r, render(r, res, req.extra), res.values)
+
+    by_set = plan(Request("qwen3.5-397b", sets=[*sets, "MAX_RESPONSE_LENGTH=8192"]))
+    by_extra = plan(Request("qwen3.5-397b", sets=sets, extra=["data.max_response_length=8192"]))
+    recipe_own = plan(Request("qwen3.5-397b", sets=sets))
+    assert by_set is not None and recipe_own is not None
+    assert by_extra == by_set
+    assert by_set["phases"]["update"] != recipe_own["phases"]["update"], "the override must change the plan"
 
 
 def test_render_of_an_impossible_layout_still_renders(capsys: pytest.CaptureFixture[str]) -> None:

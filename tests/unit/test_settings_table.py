@@ -13,9 +13,9 @@ from verl_recipe.checks import domains
 from verl_recipe.checks.context import Context
 from verl_recipe.hydra_syntax import bare_key
 from verl_recipe.recipes import recipe_names
-from verl_recipe.render import FORMS, RENDER_ORDER, render, setting_keys, settings_overrides
+from verl_recipe.render import FORMS, RENDER_ORDER, render, settings_overrides
 from verl_recipe.resolve import Request, resolve
-from verl_recipe.settings import ENGINES, ONE_TO_ONE, SETTINGS, WHILE_WORKAROUND
+from verl_recipe.settings import ENGINES, SETTINGS, WHILE_WORKAROUND
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,13 +61,6 @@ def test_render_writes_exactly_the_tables_keys(name: str) -> None:
     launch = render(recipe, resolved, [])
     for key, value in part.items():
         assert launch.overrides[key] == value, key
-    one_to_one = {
-        bare_key(k): s.name
-        for s in SETTINGS
-        if recipe.engine in s.engines and s.form in ONE_TO_ONE
-        for k in s.hydra_keys()
-    }
-    assert setting_keys(recipe) == one_to_one
 
 
 @pytest.mark.parametrize("name", recipe_names())

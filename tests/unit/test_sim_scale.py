@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from verl_recipe.recipes import recipe_names
-from verl_recipe.render import render, setting_keys
+from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
 from verl_recipe.validate import validate
 
@@ -28,10 +28,8 @@ def test_scaled_layout_validates(recipe: str, nodes: int) -> None:
     r, res = resolve(Request(recipe, sets=sets), environ={})
     assert res.values["NNODES"] == nodes
     launch = render(r, res, [])
-    problems, _ = validate(
-        r, res.values, launch, setting_keys(r), environ={}, env_overrides={}, path_checks=False, compose=False
-    )
-    assert problems == [], [str(p) for p in problems]
+    checked = validate(r, res.values, launch, environ={}, env_overrides={}, path_checks=False, compose=False)
+    assert checked.problems == [], [str(p) for p in checked.problems]
 
 
 def test_recipe_size_is_unchanged() -> None:

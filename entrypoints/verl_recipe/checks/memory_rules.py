@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory import Knobs, estimate, summary
+from ..memory import Estimate, summary
 from ..memory import problems as memory_problems
-from ..models import ModelArch
 from ..recipes import Recipe
 from .problem import Problem
 
 
-def check(recipe: Recipe, model: ModelArch, values: dict[str, Any], knobs: Knobs) -> tuple[list[Problem], list[str]]:
-    """(problems, notes): what does not fit, then the warnings and the plan's one-line summary."""
-    est = estimate(recipe.name, recipe.engine, model, values, knobs)
+def check(recipe: Recipe, values: dict[str, Any], est: Estimate) -> tuple[list[Problem], list[str]]:
+    """(problems, notes) of the launch's one estimate: what does not fit, then the warnings and its summary."""
     found, warnings = memory_problems(est, recipe.name, int(values["NNODES"]))
     problems = [Problem(*p) for p in found]
     if values.get("MEMORY_CHECK") == "scaled":
