@@ -9,6 +9,7 @@ diffs; `make golden` (GOLDEN_WRITE=1) writes it anew after an intended change, w
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from collections.abc import Callable
@@ -59,8 +60,8 @@ def files_of(folder: Path) -> str:
     parts = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if path.is_symlink():
-            parts.append(f"=== {rel} -> {path.readlink()}\n")
+        if path.is_symlink():  # where it points, as a whole path (a relative target would climb out of the repo)
+            parts.append(f"=== {rel} -> {os.path.normpath(path.parent / path.readlink())}\n")
         elif path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace")
             if path.suffix == ".html":  # the pages: their size and title, not their bytes (plots are floats)
