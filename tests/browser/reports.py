@@ -180,7 +180,7 @@ def rehearsal_report(n_hosts: int = 16, dies: int = 16, slow: str | None = None,
         "total_s": 22.5,
         "placement": placement,
     }
-    from verl_recipe.readiness_page import report_meta
+    from verl_recipe.pages.readiness import report_meta
 
     return {"summary": summary, "nodes": nodes, "meta": report_meta("rehearsal", simulated=True)}
 

@@ -1,7 +1,7 @@
 """Regenerate README's picture of the readiness page: `make readiness-screenshot` (docs/img/readiness.png).
 
 A 16-host, 16-die report with the faults of reports.FAULTY_16 and a rehearsal with one slow and one broken node,
-rendered by verl_recipe.readiness_page and photographed by headless Chromium."""
+rendered by verl_recipe.pages.readiness and photographed by headless Chromium."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from verl_recipe.readiness_page import write_page
+from verl_recipe.pages.readiness import write_page
 
 from tests.browser import chromium
 from tests.browser.reports import FAULTY_16, preflight_report, rehearsal_report, write

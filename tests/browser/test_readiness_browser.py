@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verl_recipe.readiness_page import write_page
+from verl_recipe.pages.readiness import write_page
 
 from tests.browser import chromium
 from tests.browser.reports import FAULTY_16, preflight_report, rehearsal_report, write

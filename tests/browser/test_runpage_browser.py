@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from verl_recipe.runpage import write_run_page
+from verl_recipe.pages.run_page import write_run_page
 
 from tests.browser import chromium
 from tests.unit.test_runpage import make_run

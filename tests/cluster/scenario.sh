@@ -43,7 +43,7 @@ ls /shared/runs/verl_grpo_qwen3_5/qwen3.5-35b/rehearsals/ | sed 's/^/REPORT_FILE
 
 # The GCS and the dashboard's job API refuse a client without the token and one with another token.
 probe='import sys, urllib.error, urllib.request
-from verl_recipe.raynode import gcs_token_status
+from verl_recipe.cluster.raynode import gcs_token_status
 token = open(sys.argv[1]).readline().strip() if sys.argv[1] != "-" else ""
 req = urllib.request.Request("http://127.0.0.2:48265/api/jobs/", headers={"Authorization": f"Bearer {token}"} if token else {})
 try:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from verl_recipe import doctor
 from verl_recipe.cli import main as cli_main
-from verl_recipe.raynode import NodeError, auth_problem, read_token, require_token_auth
+from verl_recipe.cluster.raynode import NodeError, auth_problem, read_token, require_token_auth
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "ansible" / "roles" / "ray_node"

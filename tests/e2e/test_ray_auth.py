@@ -313,7 +313,7 @@ def test_rotation_restarts_the_nodes_and_the_old_token_stops_working(deployed: D
     assert http_status(jobs, token=old) == 403, "the old token no longer opens the job API"
     assert http_status(jobs, token=new) == 200
     probe = (
-        "import sys; from verl_recipe.raynode import gcs_token_status, read_token; "
+        "import sys; from verl_recipe.cluster.raynode import gcs_token_status, read_token; "
         "print(*(gcs_token_status(sys.argv[1], read_token(f)) for f in sys.argv[2:]))"
     )
     old_file = d.token_file.parent / "old_token_for_test"

@@ -225,7 +225,7 @@ def test_bad_node_count_creates_nothing(tmp_path: Path) -> None:
 def test_power_loss_kills_the_engines_containers_and_reboot_restarts_by_policy(cluster: SimCluster) -> None:
     """`down` is a power loss: the containers of the host's own engine die too (a pause froze only the host's own
     processes), nothing answers at its address; `clear` boots it and the engine restarts by restart policy."""
-    from verl_recipe.nodewatch import knock
+    from verl_recipe.cluster.nodewatch import knock
 
     cname = f"{cluster.name}-{TARGET}"
     image = "verl-recipe-base:bookworm"  # the smallest image at hand; loaded into a3-03's own engine

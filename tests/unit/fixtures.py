@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from verl_recipe.assets import synthetic_config
+from verl_recipe.cluster.assets import synthetic_config
 from verl_recipe.models import MODELS
 
 

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
-from verl_recipe import diagnose as dg
-from verl_recipe.signatures import BY_ID, SIGNATURES
+from verl_recipe.run import diagnose as dg
+from verl_recipe.run.signatures import BY_ID, SIGNATURES
 
 from .helpers import run
 

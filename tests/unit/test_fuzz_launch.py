@@ -24,8 +24,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from verl_recipe import hydra_check, readiness_page, verl_check
+from verl_recipe import hydra_check, verl_check
 from verl_recipe.cli import main
+from verl_recipe.pages import readiness as readiness_page
 from verl_recipe.recipes import recipe_names
 from verl_recipe.settings import ALIASES, BY_NAME, ENV_SECTION, RECIPES_SECTION, SECRET_FILES_SECTION
 

@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from verl_recipe.cli import main
-from verl_recipe.health import Health, Thresholds
-from verl_recipe.metricstream import MetricTail, Progress, complete_records, parse_record
+from verl_recipe.run.health import Health, Thresholds
+from verl_recipe.run.metricstream import MetricTail, Progress, complete_records, parse_record
 
 SECONDS = 20.0  # catches a hang or an unbounded loop, not a slow second on a loaded machine
 HUNT = os.environ.get("FUZZ_RANDOM") == "1"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from verl_recipe.exitcodes import EXIT_HEALTH
-from verl_recipe.health import ALERTS_FILE, Alert, Health, Thresholds, host_mem_total_gb
 from verl_recipe.resolve import Request, resolve
+from verl_recipe.run.health import ALERTS_FILE, Alert, Health, Thresholds, host_mem_total_gb
 
 from tests.unit.fixtures import install_fake_verl, make_shared, set_args
 from tests.unit.helpers import run
@@ -160,7 +160,7 @@ def test_stall_allows_the_longest_validation_and_ends_with_the_last_step() -> No
 def test_stall_without_ray_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
-    from verl_recipe.health import ray_actors_summary
+    from verl_recipe.run.health import ray_actors_summary
 
     real = builtins.__import__
 

@@ -274,7 +274,7 @@ def test_render_json_carries_the_estimate(capsys: pytest.CaptureFixture[str]) ->
 
 def test_run_record_carries_the_estimate(tmp_path: Path) -> None:
     from verl_recipe.prepare import prepare
-    from verl_recipe.runrecord import new_run_dir, write_run_record
+    from verl_recipe.run.record import new_run_dir, write_run_record
 
     shared = make_shared(tmp_path)
     launch, res, problems = prepare(Request("qwen3.5-397b", sets=[f"{k}={v}" for k, v in shared.items()]))

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verl_recipe.clusterwait import NodeView, wait_for_cluster
-from verl_recipe.launcher import run_launch
-from verl_recipe.nodewatch import Guard, NodeLost, NodeWatch, knock
+from verl_recipe.cluster.clusterwait import NodeView, wait_for_cluster
+from verl_recipe.cluster.nodewatch import Guard, NodeLost, NodeWatch, knock
 from verl_recipe.rehearse import _get, _wait_ready
 from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
+from verl_recipe.run.launcher import run_launch
 
 from .fixtures import install_fake_verl, make_shared, set_args
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from verl_recipe import readiness_page as rp
 from verl_recipe.cli import main as cli_main
+from verl_recipe.pages import readiness as rp
 from verl_recipe.rehearse import NodeReport, write_report
 
 from simkit.paths import ANSIBLE_DIR
@@ -239,7 +239,7 @@ print(mod.write_readiness_page({str(report)!r}))
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     where, line = proc.stdout.strip().splitlines()
-    assert Path(where).resolve() == REPO / "entrypoints" / "verl_recipe" / "readiness_page.py"
+    assert Path(where).resolve() == REPO / "entrypoints" / "verl_recipe" / "pages" / "readiness.py"
     assert line == f"readiness page: {report.with_suffix('.html').as_uri()}"
     assert report.with_suffix(".html").read_text() == rp.render(rp.load([report])).replace(
         re.search(r"page made</td><td>[^<]*", rp.render(rp.load([report]))).group(0),  # type: ignore[union-attr]

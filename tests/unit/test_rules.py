@@ -109,7 +109,7 @@ def test_data_that_is_not_parquet_is_refused(capsys: pytest.CaptureFixture[str],
 
 
 def test_simulated_placeholder_data_is_accepted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from verl_recipe.assets import PLACEHOLDER
+    from verl_recipe.cluster.assets import PLACEHOLDER
 
     paths = make_shared(tmp_path)
     Path(paths["VAL_FILES"]).write_bytes(PLACEHOLDER)

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from verl_recipe import runpage
 from verl_recipe.cli import main as cli_main
+from verl_recipe.pages import run_page as runpage
 
 
 def make_run(d: Path, steps: int = 6, *, cpu: bool = False, outcome: dict | None = None) -> Path:

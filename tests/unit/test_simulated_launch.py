@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from verl_recipe.cli import EXIT_BAD_INPUT, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
-from verl_recipe.launcher import end_of_simulation
 from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
+from verl_recipe.run.launcher import end_of_simulation
 
 from .fixtures import make_shared, set_args
 

@@ -250,13 +250,13 @@ class ActionModule(ActionBase):
 
 
 def _readiness_page() -> Any:
-    """verl_recipe.readiness_page (standard library only): installed in .venv, else from this checkout."""
+    """verl_recipe.pages.readiness (standard library only): installed in .venv, else from this checkout."""
     try:
-        from verl_recipe import readiness_page
+        from verl_recipe.pages import readiness as readiness_page
     except ImportError:
         entrypoints = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 4, "entrypoints")
         sys.path.insert(0, os.path.normpath(entrypoints))
-        from verl_recipe import readiness_page
+        from verl_recipe.pages import readiness as readiness_page
     return readiness_page
 
 

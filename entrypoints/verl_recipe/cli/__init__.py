@@ -13,16 +13,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .cluster_cli import add_cluster_commands, run_cluster_command
-from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .exitcodes import EXIT_NOT_READY as EXIT_NOT_READY  # these two also named here, with the others
-from .exitcodes import EXIT_SIMULATED as EXIT_SIMULATED
-from .prepare import add_request_args, prepare, request_of
-from .problems import error, print_lines, refuse
-from .recipes import load_recipe, recipe_names
-from .render import render
-from .resolve import resolve
-from .settings import SettingsError
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from ..exitcodes import EXIT_NOT_READY as EXIT_NOT_READY  # these two also named here, with the others
+from ..exitcodes import EXIT_SIMULATED as EXIT_SIMULATED
+from ..prepare import add_request_args, prepare, request_of
+from ..problems import error, print_lines, refuse
+from ..recipes import load_recipe, recipe_names
+from ..render import render
+from ..resolve import resolve
+from ..settings import SettingsError
+from .cluster import add_cluster_commands, run_cluster_command
 
 # Commands that parse their own arguments: listed in --help, and handed everything after their name.
 FORWARDED = {
@@ -99,24 +99,24 @@ def cmd_list(as_json: bool) -> int:
 
 def run_forwarded(cmd: str, args: list[str]) -> int:
     if cmd == "doctor":
-        from . import doctor
+        from .. import doctor
 
         return doctor.main(args)
     if cmd == "diagnose":
-        from . import diagnose
+        from ..run import diagnose
 
         return diagnose.main(args)
     if cmd == "compare":
-        from . import compare
+        from ..run import compare
 
         return compare.main(args)
     from pathlib import Path
 
     if len(args) == 1 and Path(args[0]).is_dir():  # a run folder: the run page
-        from . import runpage
+        from ..pages import run_page as runpage
 
         return runpage.main(args)
-    from . import readiness_page
+    from ..pages import readiness as readiness_page
 
     return readiness_page.main(args)
 
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.cmd == "list":
             return cmd_list(ns.json)
         if ns.cmd == "plan":
-            from .plan import cmd_plan
+            from ..plan import cmd_plan
 
             return cmd_plan(request_of(ns, extra), ns.nodes, ns.top, ns.json)
         if ns.cmd in ("render", "validate", "launch"):
@@ -142,12 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 launch = render(recipe, resolved, req.extra)
                 print_lines(resolved.warnings)
                 if ns.json:
-                    from .validate import rendered_memory
+                    from ..validate import rendered_memory
 
                     launch.memory = rendered_memory(recipe, launch, resolved.values)
                     sys.stdout.write(launch.to_json())
                 else:
-                    from .runrecord import shell_command
+                    from ..run.record import shell_command
 
                     sys.stdout.write(shell_command(launch))
                 return EXIT_OK
@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if ns.cmd == "validate":
                 print(f"ok: {req.recipe} is valid ({len(launch.argv) - 3} overrides)")
                 return EXIT_OK
-            from .launcher import run_launch
+            from ..run.launcher import run_launch
 
             return run_launch(launch, resolved)
         return run_cluster_command(ns, extra)

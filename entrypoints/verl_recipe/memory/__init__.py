@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .hydra_syntax import parse_value
-from .models import ModelArch
-from .settings import ARR
+from ..hydra_syntax import parse_value
+from ..models import ModelArch
+from ..settings import ARR
 
 GIB = float(2**30)
 MIB = float(2**20)

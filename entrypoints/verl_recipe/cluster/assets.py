@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .models import ModelArch
-from .placeholder import PLACEHOLDER
-from .recipes import Recipe
-from .validate import check_paths
+from ..models import ModelArch
+from ..placeholder import PLACEHOLDER
+from ..recipes import Recipe
+from ..validate import check_paths
 
 
 def synthetic_config(arch: ModelArch) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def synthetic_config(arch: ModelArch) -> dict[str, Any]:
 
 def write_standin(values: dict[str, Any]) -> None:
     """DEVICE=cpu: a real tiny checkpoint and data the CPU stand-ins train on (verl_sim_standin.seed)."""
-    from .render import cpu_standin_overlay
+    from ..render import cpu_standin_overlay
 
     cpu_standin_overlay()  # refuses with one line where the stand-ins are not installed
     from verl_sim_standin.seed import write_data, write_model  # type: ignore[import-not-found]

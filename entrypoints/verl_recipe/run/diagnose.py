@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .problems import error
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from ..problems import error
 from .signatures import SIGNATURES, Signature
 
 MAX_TAIL_BYTES = 8 * 2**20  # the end of a log is where a run's failure is

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .nodewatch import Guard, NodeLost
-from .topology import CPUS_PER_DIE
+from ..cluster.nodewatch import Guard, NodeLost
+from ..topology import CPUS_PER_DIE
 
 # What each worker must have inherited from its raylet (node.env, exported before `ray start`).
 NODE_ENV_KEYS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
@@ -709,7 +709,7 @@ def format_report(reports: list[NodeReport], summary: dict[str, Any]) -> str:
 
 def write_report(path: Path, reports: list[NodeReport], summary: dict[str, Any]) -> Path:
     """The JSON report, then the readiness page drawn from it next to it (same name, .html); returns the page."""
-    from .readiness_page import report_meta, write_page
+    from ..pages.readiness import report_meta, write_page
 
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = report_meta("rehearsal", simulated=os.environ.get("VERL_RECIPE_SIMULATED") == "1")

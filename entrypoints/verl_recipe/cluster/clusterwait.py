@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .exitcodes import EXIT_NOT_READY, EXIT_OK
+from ..exitcodes import EXIT_NOT_READY, EXIT_OK
+from ..problems import error
+from ..topology import CPUS_PER_DIE
 from .nodewatch import NodeWatch, lost_line
-from .problems import error
-from .topology import CPUS_PER_DIE
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
+from ..problems import error, one_line
 from .metricstream import complete_records, finite_number, is_step, load_json, read_file
-from .problems import error, one_line
-from .runrecord import METRICS_FILE
+from .record import METRICS_FILE
 
 BASELINE_FORMAT = "verl-recipe-baseline/1"
 MAX_STREAM_BYTES = 2**31  # ~400,000 steps of verl's ~5 KB lines; the steps after are left out (the window is early)

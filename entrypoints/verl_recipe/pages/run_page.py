@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .metricstream import is_step, load_json, parse_record, read_file
-from .pagekit import (
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from ..problems import error
+from ..run.metricstream import is_step, load_json, parse_record, read_file
+from .kit import (
     BASE_CSS,
     PLOT_CSS,
     Mark,
@@ -38,7 +39,6 @@ from .pagekit import (
     utc_now,
     write_atomic,
 )
-from .problems import error
 
 RUN_PAGE = "run.html"
 METRICS = "metrics.jsonl"

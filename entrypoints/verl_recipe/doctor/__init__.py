@@ -41,11 +41,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from verl_recipe import a3facts
-from verl_recipe.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
-from verl_recipe.manifest import load_manifest, manifest_path
-from verl_recipe.settings import SettingsError, default_site_file, read_site_yaml
-from verl_recipe.topology import RAY_DASHBOARD_PORT
+from .. import a3facts
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from ..manifest import load_manifest, manifest_path
+from ..settings import SettingsError, default_site_file, read_site_yaml
+from ..topology import RAY_DASHBOARD_PORT
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
 IMAGE_RECORD_DIR = Path("/opt/verl-recipe")
@@ -557,7 +557,7 @@ def check_ray_auth(env: dict[str, str], timeout_s: float = 3.0) -> list[Check]:
     The cluster side goes through the head's dashboard: its authentication mode, then the job API once without
     a token (must be 401) and once with this host's token (must be 200; 403 = the cluster runs with another one).
     """
-    from verl_recipe.raynode import auth_problem, read_token
+    from ..cluster.raynode import auth_problem, read_token
 
     head = env.get("HEAD_ADDR", "")
     if not head:
@@ -750,7 +750,3 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"       fix: {c.fix}")
         print(f"{len(failed)} failed, {len(checks) - len(failed)} passed ({'simulated' if simulated else 'real'} mode)")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

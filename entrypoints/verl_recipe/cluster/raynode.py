@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from .exitcodes import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK
+from ..exitcodes import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK
+from ..problems import error
+from ..topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS, SIM_CPU_RANKS_PER_NODE
 from .nodeenv import NodeEnv
-from .problems import error
-from .topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS, SIM_CPU_RANKS_PER_NODE
 
 # Ray 2.54 prints a FutureWarning in every worker that it will stop overriding the accelerator variables of
 # zero-accelerator tasks; verl sets NOSET for the dies anyway, so the new behaviour changes nothing here and the

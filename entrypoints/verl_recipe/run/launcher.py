@@ -12,14 +12,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
+from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY
+from ..pages.run_page import RunPageError, write_run_page
+from ..render import Launch, with_env
+from ..settings import Resolved
 from .diagnose import write_diagnosis
-from .exitcodes import EXIT_HEALTH, EXIT_NOT_READY
 from .health import Alert, Health, Thresholds, host_mem_total_gb
 from .metricstream import MetricTail, Progress
-from .nodewatch import Loss, NodeWatch, RunWatch, lost_line
-from .render import Launch, with_env
-from .runpage import RunPageError, write_run_page
-from .runrecord import (
+from .record import (
     METRICS_ENV,
     METRICS_FILE,
     new_run_dir,
@@ -29,7 +30,6 @@ from .runrecord import (
     resumed_step,
     write_run_record,
 )
-from .settings import Resolved
 
 # verl's own output goes to the run's train.log in full; on the screen, one progress line per step unless this is 1.
 SHOW_VERL_ENV = "VERL_RECIPE_SHOW_VERL"

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
-from .nodeenv import NodeEnv, from_environ
-from .prepare import add_request_args, prepare, request_of
-from .problems import error, print_lines, refuse
-from .settings import SettingsError
-from .topology import DIES_PER_NODE
+from ..cluster.nodeenv import NodeEnv, from_environ
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
+from ..prepare import add_request_args, prepare, request_of
+from ..problems import error, print_lines, refuse
+from ..settings import SettingsError
+from ..topology import DIES_PER_NODE
 
 # Said wherever a run on the CPU stand-ins appears (the head's output, settings.json): what is not real in it.
 STANDIN_NOTE = (
@@ -71,7 +71,7 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 
     import ray
 
-    from .raynode import QUIET_RAY, check_token_accepted, tcp_reachable
+    from ..cluster.raynode import QUIET_RAY, check_token_accepted, tcp_reachable
 
     for key, value in QUIET_RAY.items():
         os.environ.setdefault(key, value)  # every client of the cluster as its nodes: no accelerator FutureWarning
@@ -118,13 +118,13 @@ def _connect(ne: NodeEnv, deadline_s: float) -> Any:
 
 def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
     """Wait, then print one row per host: the readiness report deploy.yml shows."""
-    from .clusterwait import node_table, views_from_ray, wait_for_cluster
-    from .raynode import require_token_auth
+    from ..cluster.clusterwait import node_table, views_from_ray, wait_for_cluster
+    from ..cluster.raynode import require_token_auth
 
     require_token_auth()
     ray = _connect(ne, deadline)
     try:
-        from .nodewatch import NodeWatch
+        from ..cluster.nodewatch import NodeWatch
 
         rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nodes, dies, deadline, watch=NodeWatch())
         print(node_table(views_from_ray(ray), ne.cluster, dies))
@@ -135,7 +135,7 @@ def cmd_wait(ne: NodeEnv, nodes: int, dies: int, deadline: float) -> int:
 
 def start_local_head(ne: NodeEnv) -> None:
     """A single-node recipe with no cluster running starts its own head in this container."""
-    from .raynode import node_environment, node_resources, ray_start_argv, tcp_reachable
+    from ..cluster.raynode import node_environment, node_resources, ray_start_argv, tcp_reachable
 
     if tcp_reachable(ne.head_addr, ne.ray_port):
         return
@@ -151,7 +151,7 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     ne = from_environ()
     # verl is pointed at this cluster's head explicitly, never at whatever `auto` finds.
     os.environ.setdefault("RAY_ADDRESS", ne.gcs_address)
-    from .raynode import QUIET_RAY
+    from ..cluster.raynode import QUIET_RAY
 
     for key, value in QUIET_RAY.items():
         os.environ.setdefault(key, value)  # the driver (this process, then verl's) as the nodes
@@ -161,13 +161,13 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         return refuse(problems, req.recipe)
     v = resolved.values
     nnodes, dies = int(v["NNODES"]), int(v["NDEVICES_PER_NODE"])
-    from .raynode import require_token_auth
+    from ..cluster.raynode import require_token_auth
 
     require_token_auth()  # verl's driver and every worker it starts inherit this container's token settings
     if nnodes == 1:
         start_local_head(ne)
-    from .clusterwait import views_from_ray, wait_for_cluster
-    from .nodewatch import Guard, NodeWatch
+    from ..cluster.clusterwait import views_from_ray, wait_for_cluster
+    from ..cluster.nodewatch import Guard, NodeWatch
 
     watch = NodeWatch()  # names a node that stops answering, long before Ray marks it dead
     ray = _connect(ne, ns.wait_deadline)
@@ -181,7 +181,7 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         members = [m for m in views_from_ray(ray) if m.alive]  # the launch keeps knocking on these
     finally:
         ray.shutdown()
-    from .launcher import end_of_simulation, run_launch
+    from ..run.launcher import end_of_simulation, run_launch
 
     info: dict[str, Any] = {"cluster": ne.gcs_address}
     if v["DEVICE"] == "cpu":
@@ -193,8 +193,8 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
 
 
 def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any], guard: Any = None) -> int:
-    from .rehearse import format_report, rehearse, write_report
-    from .render import experiment_dir
+    from ..rehearse import format_report, rehearse, write_report
+    from ..render import experiment_dir
 
     device = "npu" if v["DEVICE"] == "npu" and not ne.simulated else "cpu"
     ranks = ns.ranks_per_node or (int(v["NDEVICES_PER_NODE"]) if device == "npu" else 1)
@@ -228,8 +228,8 @@ def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, An
 
 
 def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:
-    from .assets import prepare_assets
-    from .resolve import resolve
+    from ..cluster.assets import prepare_assets
+    from ..resolve import resolve
 
     req = request_of(ns, extra)
     recipe, resolved = resolve(req)
@@ -245,7 +245,7 @@ def cmd_prepare_data(ns: argparse.Namespace, extra: list[str]) -> int:
 
 
 def run_cluster_command(ns: argparse.Namespace, extra: list[str]) -> int:
-    from .raynode import NodeError, run_node
+    from ..cluster.raynode import NodeError, run_node
 
     try:
         if ns.cmd == "node":

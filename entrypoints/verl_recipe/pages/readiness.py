@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
-from .pagekit import BASE_CSS, source_commit, utc_now, write_atomic
-from .pagekit import esc as _e
-from .pagekit import short as _short
-from .problems import error
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from ..problems import error
+from .kit import BASE_CSS, source_commit, utc_now, write_atomic
+from .kit import esc as _e
+from .kit import short as _short
 
 SEVERITY = {"ok": 0, "skip": 0, "nodata": 1, "warn": 2, "fail": 3}
 STATUS_WORDS = {
