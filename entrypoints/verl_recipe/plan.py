@@ -23,7 +23,7 @@ from .problems import error
 from .recipes import Recipe
 from .render import render
 from .resolve import Request, resolve
-from .settings import MAX_NODES
+from .settingtypes import MAX_NODES
 
 CRITERION = "fewest pipeline stages, then most headroom per die, then least host memory per node"
 MAX_PP = 16

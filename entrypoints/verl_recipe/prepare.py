@@ -6,10 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
+from .layers import Resolved
 from .problems import print_lines
 from .render import Launch, render
 from .resolve import Request, resolve
-from .settings import Resolved
 
 
 def add_request_args(p: argparse.ArgumentParser) -> None:

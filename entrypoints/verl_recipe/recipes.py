@@ -9,8 +9,9 @@ from typing import Any
 import yaml
 
 from .hydra_syntax import bare_key
+from .layers import layer_from_mapping, suggest
 from .models import MODELS, ModelArch
-from .settings import ENGINES, SettingsError, layer_from_mapping, suggest
+from .settingtypes import ENGINES, SettingsError
 
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
 _TOP_KEYS = {

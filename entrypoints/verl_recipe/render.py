@@ -9,22 +9,13 @@ from itertools import groupby
 from typing import Any
 
 from .hydra_syntax import Raw, hydra_value, quote
+from .layers import Resolved
 from .recipes import Recipe, merge_hydra
 from .secretfiles import HOOK_KEY as SECRET_HOOK_KEY
 from .secretfiles import SECRET_FILES_ENV, SETUP_HOOK
 from .secretfiles import encode as encode_secret_files
-from .settings import (
-    AS_IS,
-    BY_NAME,
-    DEVICE_NAME,
-    EXPERIMENT_DIR,
-    FILES,
-    LIST,
-    ZERO_IS_NULL,
-    Resolved,
-    Setting,
-    SettingsError,
-)
+from .settings import BY_NAME
+from .settingtypes import AS_IS, DEVICE_NAME, EXPERIMENT_DIR, FILES, LIST, ZERO_IS_NULL, Setting, SettingsError
 from .workarounds import mm_cache_rule_active
 
 ENTRY = ["python3", "-m", "verl.trainer.main_ppo"]

@@ -7,11 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .recipes import Recipe, load_recipe, recipe_names
-from .settings import (
+from .layers import (
     Layer,
     Resolved,
-    SettingsError,
     default_site_file,
     layer_from_environ,
     layer_from_sets,
@@ -19,6 +17,8 @@ from .settings import (
     merge,
     suggest,
 )
+from .recipes import Recipe, load_recipe, recipe_names
+from .settingtypes import SettingsError
 
 
 @dataclass

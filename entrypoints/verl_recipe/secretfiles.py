@@ -17,7 +17,7 @@ import os
 import stat
 from pathlib import Path
 
-from .settings import SettingsError
+from .settingtypes import SettingsError
 
 SECRET_FILES_ENV = "VERL_RECIPE_SECRET_FILES"  # NAME=/path,NAME=/path: where each worker reads its secrets
 SETUP_HOOK = "verl_recipe.secretfiles.worker_setup"

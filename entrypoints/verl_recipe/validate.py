@@ -18,11 +18,13 @@ from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
 from .hydra_syntax import bare_key, list_text, override_key, unquoted
+from .layers import coerce, secret_looking
 from .memory import Estimate, Knobs, estimate
 from .models import ModelArch
 from .recipes import Recipe
 from .render import DEVICE_HYDRA, MM_CACHE, RUNTIME_ENV_PREFIX, Launch, rendered_settings
-from .settings import BY_NAME, DEVICE_NAME, EXPERIMENT_DIR, ZERO_IS_NULL, SettingsError, coerce, secret_looking
+from .settings import BY_NAME
+from .settingtypes import DEVICE_NAME, EXPERIMENT_DIR, ZERO_IS_NULL, SettingsError
 
 HYDRA_NULL = ("null", "none", "~")
 

@@ -9,7 +9,7 @@ import pytest
 from verl_recipe.cluster.clusterwait import NodeView, assess, node_table, wait_for_cluster
 from verl_recipe.cluster.nodeenv import from_environ, parse_cluster
 from verl_recipe.cluster.raynode import NodeError, count_dies, node_resources, ray_start_argv
-from verl_recipe.settings import SettingsError
+from verl_recipe.settingtypes import SettingsError
 
 CLUSTER = "a3-01=10.9.0.11,a3-02=10.9.0.12,a3-03=10.9.0.13"
 

@@ -26,9 +26,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from verl_recipe import hydra_check, verl_check
 from verl_recipe.cli import main
+from verl_recipe.layers import ENV_SECTION, RECIPES_SECTION, SECRET_FILES_SECTION
 from verl_recipe.pages import readiness as readiness_page
 from verl_recipe.recipes import recipe_names
-from verl_recipe.settings import ALIASES, BY_NAME, ENV_SECTION, RECIPES_SECTION, SECRET_FILES_SECTION
+from verl_recipe.settings import ALIASES, BY_NAME
 
 from .fixtures import make_shared, set_args
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from verl_recipe import secretfiles
-from verl_recipe.settings import secret_looking
+from verl_recipe.layers import secret_looking
 
 from .fixtures import install_fake_verl, make_shared, set_args
 from .helpers import run

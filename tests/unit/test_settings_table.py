@@ -15,7 +15,8 @@ from verl_recipe.hydra_syntax import bare_key
 from verl_recipe.recipes import recipe_names
 from verl_recipe.render import FORMS, RENDER_ORDER, render, settings_overrides
 from verl_recipe.resolve import Request, resolve
-from verl_recipe.settings import ENGINES, SETTINGS, WHILE_WORKAROUND
+from verl_recipe.settings import SETTINGS
+from verl_recipe.settingtypes import ENGINES, WHILE_WORKAROUND
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..settings import ARR
+from ..settingtypes import ARR
 from .context import Context
 
 ACTOR_BUDGET = f"{ARR}.actor.ppo_max_token_len_per_gpu"

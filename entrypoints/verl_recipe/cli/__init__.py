@@ -21,7 +21,7 @@ from ..problems import error, print_lines, refuse
 from ..recipes import load_recipe, recipe_names
 from ..render import render
 from ..resolve import resolve
-from ..settings import SettingsError
+from ..settingtypes import SettingsError
 from .cluster import add_cluster_commands, run_cluster_command
 
 # Commands that parse their own arguments: listed in --help, and handed everything after their name.

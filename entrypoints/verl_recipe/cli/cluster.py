@@ -15,7 +15,7 @@ from ..cluster.nodeenv import NodeEnv, from_environ
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
 from ..prepare import add_request_args, prepare, request_of
 from ..problems import error, print_lines, refuse
-from ..settings import SettingsError
+from ..settingtypes import SettingsError
 from ..topology import DIES_PER_NODE
 
 # Said wherever a run on the CPU stand-ins appears (the head's output, settings.json): what is not real in it.

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..settings import SettingsError
+from ..settingtypes import SettingsError
 from ..topology import RAY_DASHBOARD_PORT, RAY_GCS_PORT
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

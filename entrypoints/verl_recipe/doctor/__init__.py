@@ -43,8 +43,9 @@ from typing import Any
 
 from .. import a3facts
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from ..layers import default_site_file, read_site_yaml
 from ..manifest import load_manifest, manifest_path
-from ..settings import SettingsError, default_site_file, read_site_yaml
+from ..settingtypes import SettingsError
 from ..topology import RAY_DASHBOARD_PORT
 
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import ARR
+from ..settingtypes import ARR
 
 GIB = float(2**30)
 MIB = float(2**20)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import ModelArch
-from ..settings import ARR
+from ..settingtypes import ARR
 from .coefficients import GIB, MIB
 from .fsdp import _fsdp
 from .knobs import Knobs

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import ModelArch
-from ..settings import ARR
+from ..settingtypes import ARR
 from .coefficients import COEF
 from .knobs import Knobs
 from .layout import Layout, _rollout_phase, _with_margin, comm_bytes, layer_working_bytes

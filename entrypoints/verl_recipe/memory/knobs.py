@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..hydra_syntax import parse_value
-from ..settings import ARR
+from ..settingtypes import ARR
 from .coefficients import VERL_DEFAULTS
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import ModelArch
-from ..settings import ARR
+from ..settingtypes import ARR
 from .coefficients import COEF, GIB
 from .knobs import Knobs
 from .params import gdn_state_bytes_per_seq, kv_bytes_per_token, vllm_weight_bytes

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
 from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY
+from ..layers import Resolved
 from ..pages.run_page import RunPageError, write_run_page
 from ..render import Launch, with_env
-from ..settings import Resolved
 from .diagnose import write_diagnosis
 from .health import Alert, Health, Thresholds, host_mem_total_gb
 from .metricstream import MetricTail, Progress

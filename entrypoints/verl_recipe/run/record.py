@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..layers import Resolved
 from ..render import Launch, experiment_dir
-from ..settings import Resolved
 
 # verl 0.8.0's "file" logger (verl/utils/tracking.py FileLogger) writes one {"step", "data"} line per step to this
 # path; the launcher points it into the run folder.
