@@ -208,3 +208,21 @@ def test_exit_codes_are_named_not_literal() -> None:
             if any(_int_literals(a) for a in node.args):
                 wrong.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     assert not wrong, "exit codes as literals (use verl_recipe.exitcodes): " + "; ".join(wrong)
+
+
+def test_every_file_of_the_package_that_is_not_python_is_package_data() -> None:
+    """A wheel or a non-editable install (the images) carries only the .py files and pyproject's package-data: a
+    page's CSS or a recipe left out of it would be missing at run time, not here."""
+    import fnmatch
+    import tomllib
+
+    root = PACKAGE_DIR.parents[1]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][PACKAGE]
+    data = [
+        p.relative_to(PACKAGE_DIR).as_posix()
+        for p in PACKAGE_DIR.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    assert "pages/readiness/page.css" in data
+    missing = [f for f in data if not any(fnmatch.fnmatch(f, g) for g in globs)]
+    assert not missing, f"not in pyproject's package-data: {missing}; fix: add them to [tool.setuptools.package-data]"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from verl_recipe.cli import main as cli_main
 from verl_recipe.pages import readiness as rp
+from verl_recipe.pages.kit import esc, source_commit
 from verl_recipe.rehearse import NodeReport, write_report
 
 from simkit.paths import ANSIBLE_DIR
@@ -79,7 +80,7 @@ def test_faulty_16x16_names_exactly_the_faults() -> None:
     assert re.search(r'data-host="a3-07" data-check="free_disk" data-status="fail"', page)
     problems = page[page.index('id="problems"') :]
     for row in preflight_report(faults=FAULTY_16)["failures"]:
-        assert rp._e(row["fix"]) in problems and rp._e(row["found"]) in problems
+        assert esc(row["fix"]) in problems and esc(row["found"]) in problems
 
 
 def test_header_says_inventory_commit_sources_and_simulated(tmp_path: Path) -> None:
@@ -87,7 +88,7 @@ def test_header_says_inventory_commit_sources_and_simulated(tmp_path: Path) -> N
     page = rp.render(rp.load([pf]))
     head = page[: page.index('id="dies"')]
     assert "Cluster readiness: sim16" in head and "SIMULATED cluster" in head
-    assert rp.source_commit(REPO) in head and str(pf) in head
+    assert source_commit(REPO) in head and str(pf) in head
     real = rp.render([rp.classify("real.json", preflight_report(simulated=False))])
     assert "SIMULATED" not in real
 
@@ -239,7 +240,7 @@ print(mod.write_readiness_page({str(report)!r}))
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     where, line = proc.stdout.strip().splitlines()
-    assert Path(where).resolve() == REPO / "entrypoints" / "verl_recipe" / "pages" / "readiness.py"
+    assert Path(where).resolve() == REPO / "entrypoints" / "verl_recipe" / "pages" / "readiness" / "__init__.py"
     assert line == f"readiness page: {report.with_suffix('.html').as_uri()}"
     assert report.with_suffix(".html").read_text() == rp.render(rp.load([report])).replace(
         re.search(r"page made</td><td>[^<]*", rp.render(rp.load([report]))).group(0),  # type: ignore[union-attr]
