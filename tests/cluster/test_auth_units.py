@@ -138,7 +138,7 @@ def doctor_env(token_file: Path, port: str) -> dict[str, str]:
     return auth_env(token_file, HEAD_ADDR="127.0.0.1", RAY_DASHBOARD_PORT=port)
 
 
-def by_name(checks: list[doctor.Check]) -> dict[str, doctor.Check]:
+def by_name(checks: list[doctor.Finding]) -> dict[str, doctor.Finding]:
     return {c.name: c for c in checks}
 
 

@@ -273,7 +273,7 @@ def doctor_cases(capsys: pytest.CaptureFixture[str], tmp: Path, monkeypatch: pyt
     pk = manifest["python_packages"]
     have = {doctor.DIST_NAMES[k]: str(pk[k]) for k in doctor.SIM_STRICT}
     have |= {"torch": "2.13.0+cpu", "verl": str(manifest["git_sources"]["verl"]["version"])}
-    monkeypatch.setattr(doctor, "installed_version", lambda dist: have.get(dist))
+    monkeypatch.setattr(doctor.packages, "installed_version", lambda dist: have.get(dist))
     args = ["--sys-net", str(sys_net), "--dev-dir", str(dev), "--min-free-gb", "0"]
     args += ["--driver-info", str(tmp / "doctor" / "version.info"), "--record-dir", str(tmp / "doctor" / "record")]
     return {"doctor--json": cli(capsys, "doctor", "--json", *args), "doctor": cli(capsys, "doctor", *args)}

@@ -55,7 +55,7 @@ def sim_runtime_packages(monkeypatch: pytest.MonkeyPatch) -> None:
     pk = manifest["python_packages"]
     have = {doctor.DIST_NAMES[k]: str(pk[k]) for k in doctor.SIM_STRICT}
     have |= {"torch": "2.13.0+cpu", "verl": str(manifest["git_sources"]["verl"]["version"])}
-    monkeypatch.setattr(doctor, "installed_version", lambda dist: have.get(dist))
+    monkeypatch.setattr(doctor.packages, "installed_version", lambda dist: have.get(dist))
 
 
 def run(node: dict[str, Path], *extra: str) -> tuple[int, dict]:
@@ -208,7 +208,7 @@ def test_bad_option_is_usage_error() -> None:
 def test_package_drift_against_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = load_manifest()
     versions = {"hydra-core": "1.3.1", "omegaconf": manifest["python_packages"]["omegaconf"]}
-    monkeypatch.setattr(doctor, "installed_version", lambda dist: versions.get(dist))
+    monkeypatch.setattr(doctor.packages, "installed_version", lambda dist: versions.get(dist))
     checks = {c.name: c for c in doctor.check_packages(manifest, simulated=True)}
     assert checks["package:hydra-core"].status == "fail" and "1.3.1" in checks["package:hydra-core"].detail
     assert checks["package:omegaconf"].status == "ok"

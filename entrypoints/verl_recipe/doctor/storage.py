@@ -1,0 +1,78 @@
+"""The shared paths (model, data) and free space for checkpoints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .. import a3facts
+from ..layers import default_site_file, read_site_yaml
+from ..settingtypes import SettingsError
+from .findings import PATH_VARS, Finding
+
+
+def with_site_paths(env: dict[str, str]) -> dict[str, str]:
+    """The path settings the environment lacks, from the site file's site-wide part (deploy.yml's site.yaml holds
+    TRAIN_FILES and VAL_FILES; node.env holds the rest)."""
+    site = default_site_file(env)
+    if site is None or not site.is_file():
+        return env
+    try:
+        data = read_site_yaml(site)
+    except SettingsError:
+        return env  # the launch's own validation names what is wrong with the site file
+    if not isinstance(data, dict):
+        return env
+    merged = dict(env)
+    for var in PATH_VARS:
+        value = data.get(var)
+        if var not in merged and isinstance(value, (str, list)):
+            merged[var] = value if isinstance(value, str) else ",".join(str(v) for v in value)
+    return merged
+
+
+def check_paths(env: dict[str, str]) -> list[Finding]:
+    out: list[Finding] = []
+    env = with_site_paths(env)
+    for var in PATH_VARS:
+        value = env.get(var, "")
+        if not value:
+            fix = f"set {var} in node.env or the site file (deploy.yml writes both)"
+            out.append(Finding(f"path:{var}", "fail", "not set", fix))
+            continue
+        missing = [p for p in value.split(",") if p and not Path(p).exists()]
+        if missing:
+            out.append(
+                Finding(
+                    f"path:{var}",
+                    "fail",
+                    f"{', '.join(missing)} not found",
+                    f"mount the shared storage at the same path on every host and put the files there ({var})",
+                )
+            )
+        else:
+            out.append(Finding(f"path:{var}", "ok", value))
+    return out
+
+
+def nearest_existing(path: Path) -> Path:
+    return Path(a3facts.nearest_existing(str(path)))
+
+
+def check_ckpt_space(env: dict[str, str], min_free_gb: float) -> Finding:
+    value = env.get("CKPT_DIR", "")
+    if not value:
+        return Finding("ckpt-space", "fail", "CKPT_DIR not set", "set CKPT_DIR (on the shared storage) in node.env")
+    base = nearest_existing(Path(value))
+    if not os.access(base, os.W_OK):
+        return Finding("ckpt-space", "fail", f"{base} is not writable", f"make {value} writable for the container user")
+    free_gb = shutil.disk_usage(base).free / 1e9
+    if free_gb < min_free_gb:
+        return Finding(
+            "ckpt-space",
+            "fail",
+            f"{free_gb:.1f} GB free at {base}, need {min_free_gb:g} GB",
+            "free space on the shared storage or lower --min-free-gb for a smaller model",
+        )
+    return Finding("ckpt-space", "ok", f"{free_gb:.1f} GB free at {base}")
