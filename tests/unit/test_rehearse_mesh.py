@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from verl_recipe import rehearse
+from verl_recipe.rehearse import mesh as rehearse
 
 NODES = {"127.0.0.11": "a3-01", "127.0.0.12": "a3-02", "127.0.0.13": "a3-03"}
 
