@@ -39,3 +39,18 @@ def sim_image() -> str:
     root = Path(__file__).resolve().parents[1]
     subprocess.run(["make", "--no-print-directory", "-C", str(root), "image-sim"], check=True)
     return "verl-recipe:sim"
+
+
+def _ansible_module_utils() -> None:
+    """The preflight module imports `ansible.module_utils.a3facts`, which Ansible ships to a host from
+    ansible/module_utils (ansible.cfg); the tests that load the module by path find it on the same package path."""
+    from pathlib import Path
+
+    import ansible.module_utils
+
+    folder = str(Path(__file__).resolve().parents[1] / "ansible" / "module_utils")
+    if folder not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(folder)
+
+
+_ansible_module_utils()

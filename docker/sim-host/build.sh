@@ -10,7 +10,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 docker image inspect "$base" >/dev/null 2>&1 || { echo "sim-image: base image $base is missing: run 'make base-image'" >&2; exit 1; }
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
-cp -r "$here/Dockerfile" "$here/shim" "$here/tools" "$here/rootfs" "$ctx/"
+# -L: tools/a3facts.py is a link to the package's one copy (entrypoints/verl_recipe/a3facts.py); the context gets the file.
+cp -rL "$here/Dockerfile" "$here/shim" "$here/tools" "$here/rootfs" "$ctx/"
 cp "$(readlink -f "$compose")" "$ctx/docker-compose"
 # Build arguments and labels from docker/tools/imagetool.py, as for every image: the last commit of docker/sim-host
 # (its time and tree) rather than the clock, so rebuilding one commit gives the same labels. It needs PyYAML: the

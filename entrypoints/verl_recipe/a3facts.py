@@ -1,11 +1,10 @@
 """What is fixed about an Ascend A3 host, for every side that reads one: the HDK version order, the version.info
 format, the dies of a node, the Ray ports and the nearest existing parent of a path.
 
-Standard library only, no imports from the project: the one source is entrypoints/verl_recipe/a3facts.py (the
-package's doctor and topology import it); byte-identical copies run where the package is not installed, as
-ansible/module_utils/a3facts.py (the preflight module imports `ansible.module_utils.a3facts`) and as
-docker/sim-host/tools/a3facts.py (the simulated host's stand-ins, /usr/lib/verl-sim in its image).
-Refresh the copies with `python3 scripts/sync_a3facts.py`; tests/unit/test_a3facts_copies.py fails while one differs.
+Standard library only, no imports from the project: it runs where the package is not installed too. It has one
+copy, here (the package's doctor and topology import it); ansible/module_utils/a3facts.py (the preflight module
+imports `ansible.module_utils.a3facts` on the hosts) and docker/sim-host/tools/a3facts.py (the simulated host's
+stand-ins) are links to it, and docker/sim-host/build.sh copies the file itself into the image's build context.
 """
 
 from __future__ import annotations

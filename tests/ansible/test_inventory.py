@@ -127,3 +127,19 @@ def test_unreachable_host_is_a_table_row(tmp_path: Path, site: tuple[dict[str, A
     rows = [x for x in out.splitlines() if x.startswith("a3-01") and "| ssh" in x]
     assert rows and "unreachable" in rows[0], out
     assert "PLAY [OS settings" not in out
+
+
+def test_a_control_node_without_the_package_is_refused_in_one_line(
+    tmp_path: Path, site: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """The plugins import the project's package; a Python that cannot is refused by the first task, before the
+    inventory is read and before any host is contacted."""
+    shadow = tmp_path / "shadow" / "verl_recipe"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("verl_recipe is not installed in this Python")\n')
+    inv = write_inventory(tmp_path / "inv", *site)
+    res = playbook(inv, playbook_file="playbooks/validate.yml", extra_env={"PYTHONPATH": str(shadow.parent)})
+    assert res.returncode != 0
+    lines = [line for line in res.stdout.splitlines() if "cannot import the verl_recipe package" in line]
+    assert lines and "fix: run ansible-playbook from the project's virtual environment" in lines[0], res.stdout
+    assert "inventory OK" not in res.stdout and "inventory check failed" not in res.stdout

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from typing import Any
 
 from ansible.plugins.action import ActionBase
@@ -250,14 +249,11 @@ class ActionModule(ActionBase):
 
 
 def _readiness_page() -> Any:
-    """verl_recipe.pages.readiness (standard library only): installed in .venv, else from this checkout."""
-    try:
-        from verl_recipe.pages import readiness as readiness_page
-    except ImportError:
-        entrypoints = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 4, "entrypoints")
-        sys.path.insert(0, os.path.normpath(entrypoints))
-        from verl_recipe.pages import readiness as readiness_page
-    return readiness_page
+    """verl_recipe.pages.readiness (standard library only), from the project's virtual environment the control node
+    runs Ansible from (validate_inventory refuses a Python without the package before any host is contacted)."""
+    from verl_recipe.pages import readiness
+
+    return readiness
 
 
 def report_meta(

@@ -127,26 +127,16 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-try:
-    from ansible.module_utils.a3facts import (
-        DRIVER_VERSION_KEYS,
-        FIRMWARE_VERSION_KEYS,
-        hdk_key,
-        hdk_version,
-        nearest_existing,
-        parse_version_info,
-    )
-except ImportError:  # imported by file path outside Ansible (the unit tests): the same file, ansible/module_utils/
-    import importlib.util
-
-    _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "module_utils", "a3facts.py")
-    _spec = importlib.util.spec_from_file_location("a3facts", _path)
-    assert _spec is not None and _spec.loader is not None
-    _facts = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_facts)
-    DRIVER_VERSION_KEYS, FIRMWARE_VERSION_KEYS = _facts.DRIVER_VERSION_KEYS, _facts.FIRMWARE_VERSION_KEYS
-    hdk_key, hdk_version, nearest_existing = _facts.hdk_key, _facts.hdk_version, _facts.nearest_existing
-    parse_version_info = _facts.parse_version_info
+# ansible/module_utils (ansible.cfg `module_utils`); Ansible ships it to the host with this module. The tests put
+# the same folder on ansible.module_utils' path (tests/conftest.py).
+from ansible.module_utils.a3facts import (
+    DRIVER_VERSION_KEYS,
+    FIRMWARE_VERSION_KEYS,
+    hdk_key,
+    hdk_version,
+    nearest_existing,
+    parse_version_info,
+)
 
 Check = dict[str, Any]
 

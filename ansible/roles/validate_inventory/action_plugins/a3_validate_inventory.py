@@ -8,7 +8,6 @@ Runs on the controller only. Every problem becomes one line in the launch valida
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import ipaddress
 import os
 import re
@@ -17,25 +16,12 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
+# The control node runs Ansible from the project's virtual environment, where the package is installed; the role's
+# first task refuses, in one line, a Python without it before this plugin is loaded.
+from verl_recipe.a3facts import DIES_PER_NODE, RAY_DASHBOARD_PORT, RAY_GCS_PORT
 
-def _load_a3facts() -> Any:
-    """ansible/module_utils/a3facts.py (the A3 facts: a copy of verl_recipe.a3facts), loaded by its path: Ansible puts
-    module_utils on the import path of the modules it ships to hosts, not of the plugins that run on the controller
-    (`from ansible.module_utils.a3facts import ...` fails here)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "module_utils", "a3facts.py")
-    spec = importlib.util.spec_from_file_location("a3facts", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_a3facts = _load_a3facts()
-# The defaults of site_ray_port and site_dashboard_port (Ray's GCS and dashboard ports).
-RAY_GCS_PORT: int = _a3facts.RAY_GCS_PORT
-RAY_DASHBOARD_PORT: int = _a3facts.RAY_DASHBOARD_PORT
+# The defaults of site_ray_port and site_dashboard_port (Ray's GCS and dashboard ports) and the dies of a node.
 PORT_DEFAULTS = {"site_ray_port": RAY_GCS_PORT, "site_dashboard_port": RAY_DASHBOARD_PORT}
-DIES_PER_NODE: int = _a3facts.DIES_PER_NODE
 
 HOST_KEYS = (
     "ansible_host",

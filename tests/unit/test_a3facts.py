@@ -1,13 +1,13 @@
-"""The A3 facts have one source, entrypoints/verl_recipe/a3facts.py; the copies Ansible and the simulated host
-run must be byte-identical to it. Refresh them with `python3 scripts/sync_a3facts.py` (`--check` only compares)."""
+"""The A3 facts (entrypoints/verl_recipe/a3facts.py): one copy, which Ansible's module_utils and the simulated host
+reach through links, and what it says of HDK versions, version.info and paths."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
@@ -15,43 +15,32 @@ from verl_recipe import a3facts, topology
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "entrypoints" / "verl_recipe" / "a3facts.py"
-COPIES = [REPO / "ansible" / "module_utils" / "a3facts.py", REPO / "docker" / "sim-host" / "tools" / "a3facts.py"]
-REFRESH = "python3 scripts/sync_a3facts.py"
+LINKS = [REPO / "ansible" / "module_utils" / "a3facts.py", REPO / "docker" / "sim-host" / "tools" / "a3facts.py"]
 
 
-def load_sync() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sync_a3facts", REPO / "scripts" / "sync_a3facts.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.mark.parametrize("link", LINKS, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_place_that_runs_the_facts_links_to_the_one_copy(link: Path) -> None:
+    assert link.is_symlink(), f"{link.relative_to(REPO)} must be a link to {SOURCE.relative_to(REPO)}, not a copy"
+    assert link.resolve() == SOURCE
+    target = os.readlink(link)
+    assert not os.path.isabs(target), "a relative link, so that it holds in every clone"
 
 
-@pytest.mark.parametrize("copy", COPIES, ids=lambda p: str(p.relative_to(REPO)))
-def test_copy_is_byte_identical_to_the_source(copy: Path) -> None:
-    assert copy.is_file(), f"{copy.relative_to(REPO)} missing: run `{REFRESH}`"
-    name = copy.relative_to(REPO)
-    assert copy.read_bytes() == SOURCE.read_bytes(), f"{name} differs from the source: run `{REFRESH}`"
+def test_no_other_file_named_a3facts_is_tracked() -> None:
+    tracked = subprocess.run(["git", "ls-files", "*a3facts.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    files = {REPO / f for f in tracked.stdout.split() if f.endswith("/a3facts.py")}
+    assert files == {SOURCE, *LINKS}
+    assert all(f == SOURCE or f.is_symlink() for f in files)
 
 
-def test_sync_script_knows_every_copy_and_finds_none_stale() -> None:
-    sync = load_sync()
-    assert sorted(sync.COPIES) == sorted(COPIES) and sync.SOURCE == SOURCE
-    assert sync.stale() == [] and sync.main(["--check"]) == 0
-
-
-def test_a_drift_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sync = load_sync()
-    source, drifted, absent = tmp_path / "source.py", tmp_path / "drifted.py", tmp_path / "absent.py"
-    source.write_bytes(SOURCE.read_bytes())
-    drifted.write_bytes(SOURCE.read_bytes() + b"# edited in place\n")
-    monkeypatch.setattr(sync, "REPO", tmp_path)
-    monkeypatch.setattr(sync, "SOURCE", source)
-    monkeypatch.setattr(sync, "COPIES", (drifted, absent))
-    assert sync.stale() == [drifted, absent]
-    assert sync.main(["--check"]) == 1
-    assert sync.main([]) == 0 and sync.stale() == []
-    assert drifted.read_bytes() == absent.read_bytes() == SOURCE.read_bytes()
+def test_the_simulated_host_build_copies_the_file_itself(tmp_path: Path) -> None:
+    """docker/sim-host/build.sh copies its context with `cp -rL`: the image gets the file, not a dangling link."""
+    build = (REPO / "docker" / "sim-host" / "build.sh").read_text()
+    line = next(x for x in build.splitlines() if x.startswith("cp ") and '"$here/tools"' in x)
+    assert line.startswith("cp -rL "), line
+    subprocess.run(["cp", "-rL", str(REPO / "docker" / "sim-host" / "tools"), str(tmp_path)], check=True)
+    copied = tmp_path / "tools" / "a3facts.py"
+    assert not copied.is_symlink() and copied.read_bytes() == SOURCE.read_bytes()
 
 
 def test_the_source_imports_the_standard_library_only() -> None:
