@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerate README's tables from their sources: recipes, the settings vocabulary, the versions manifest.
+"""Regenerate the generated parts of README and docs/ from their sources: recipes, the settings vocabulary, the
+versions manifest, the health rules. Each part sits between `<!-- BEGIN generated:KEY -->` and `<!-- END ... -->`.
 
-`--check` fails (exit 1) when README is out of date, so docs cannot drift from the code.
+`--check` fails (exit 1) when a file is out of date, so docs cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -16,6 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "entrypoints"))
 
+from verl_recipe.contracts.health_rules import markdown_table as health_rules_table  # noqa: E402
 from verl_recipe.recipes import load_recipe, recipe_names  # noqa: E402
 from verl_recipe.settings import SETTINGS  # noqa: E402
 
@@ -73,14 +76,18 @@ def versions_table() -> str:
     return "\n".join(rows)
 
 
-SECTIONS = {"recipes": recipes_table, "settings": settings_table, "versions": versions_table}
+# File -> its generated parts.
+SECTIONS = {
+    README: {"recipes": recipes_table, "settings": settings_table, "versions": versions_table},
+    ROOT / "docs" / "watch.md": {"health-rules": health_rules_table},
+}
 
 
-def render(text: str) -> str:
-    for key, fn in SECTIONS.items():
+def render(text: str, sections: dict[str, Callable[[], str]], name: str = "README.md") -> str:
+    for key, fn in sections.items():
         pattern = re.compile(rf"(<!-- BEGIN generated:{key} -->\n)(?:.*?\n)?(<!-- END generated:{key} -->)", re.S)
         if not pattern.search(text):
-            raise SystemExit(f"README.md has no generated:{key} markers")
+            raise SystemExit(f"{name} has no generated:{key} markers")
         text = pattern.sub(lambda mt, fn=fn: mt.group(1) + fn() + "\n" + mt.group(2), text)
     return text
 
@@ -89,15 +96,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    current = README.read_text()
-    new = render(current)
-    if args.check:
+    stale = []
+    for path, sections in SECTIONS.items():
+        current = path.read_text()
+        new = render(current, sections, path.name)
         if new != current:
-            print("README.md tables are out of date: run `make docs` and commit", file=sys.stderr)
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.write_text(new)
+    if args.check:
+        if stale:
+            print(f"{', '.join(map(str, stale))} out of date: run `make docs` and commit", file=sys.stderr)
             return 1
-        print("README.md tables match recipes, settings and versions manifest")
-        return 0
-    README.write_text(new)
+        print("README.md and docs/ tables match recipes, settings, versions manifest and health rules")
     return 0
 
 

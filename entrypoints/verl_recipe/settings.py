@@ -5,6 +5,7 @@ of it from their sources."""
 
 from __future__ import annotations
 
+from .contracts.health_rules import stop_help
 from .settingtypes import (
     ARR,
     DEVICE_NAME,
@@ -415,8 +416,7 @@ SETTINGS: tuple[Setting, ...] = (
     setting(
         "HEALTH_STOP",
         "list",
-        "health rules that stop the run (exit 5): memory_growth, step_time, throughput, nan, reward_drop, stall, "
-        "host_memory, or all",
+        stop_help(),
         not_rendered=HEALTH_ONLY,
     ),
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..contracts.health_rules import ALL, RULES, unknown_stop_rules
 from ..render import experiment_dir
-from ..run.health import ALL, RULES, unknown_stop_rules
 from ..workarounds import mm_cache_rule_active
 from .context import Context
 

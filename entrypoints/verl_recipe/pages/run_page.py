@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..contracts import metrics as verl_metrics
+from ..contracts import runfiles
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
 from ..run.metricstream import is_step, load_json, parse_record, read_file
@@ -40,8 +42,8 @@ from .kit import (
     write_atomic,
 )
 
-RUN_PAGE = "run.html"
-METRICS = "metrics.jsonl"
+RUN_PAGE = runfiles.RUN_PAGE
+METRICS = runfiles.METRICS
 MAX_METRIC_BYTES = 64 * 2**20  # ~12,000 steps of verl's ~5 KB lines; a longer stream is drawn from its tail
 MAX_ROWS = 100_000
 MAX_JSON_BYTES = 8 * 2**20
@@ -56,13 +58,12 @@ MIN_PLOT_VALUE = 1e-12
 REFRESH_S = 30  # a page of a run still going reloads itself
 # (plot id, title, unit, metric names: the first present is drawn)
 PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("step-time", "Step time", "s (timing_s/step)", ("timing_s/step",)),
-    ("throughput", "Throughput", "tokens/s (perf/throughput)", ("perf/throughput",)),
-    ("reward", "Reward mean", "critic/rewards/mean", ("critic/rewards/mean",)),
-    ("response-length", "Response length", "tokens (response_length/mean)", ("response_length/mean",)),
+    ("step-time", "Step time", f"s ({verl_metrics.STEP_S})", (verl_metrics.STEP_S,)),
+    ("throughput", "Throughput", f"tokens/s ({verl_metrics.THROUGHPUT})", (verl_metrics.THROUGHPUT,)),
+    ("reward", "Reward mean", verl_metrics.REWARD, (verl_metrics.REWARD,)),
+    ("response-length", "Response length", f"tokens ({verl_metrics.RESPONSE_LENGTH})", (verl_metrics.RESPONSE_LENGTH,)),
 )
-DEVICE_MEM = ("perf/max_memory_allocated_gb", "actor/perf/max_memory_allocated_gb")
-HOST_MEM = ("perf/cpu_memory_used_gb", "actor/perf/cpu_memory_used_gb")
+DEVICE_MEM, HOST_MEM = verl_metrics.DEVICE_MEM, verl_metrics.HOST_MEM
 IDENTITY = (
     "DEVICE",
     "NNODES",
@@ -275,18 +276,18 @@ def load_run(run_dir: str | Path) -> Run:
     d = Path(run_dir)
     if not d.is_dir():
         raise RunPageError(f"{d}: not a folder; fix: give a run folder (LOG_DIR/<project>/<experiment>/runs/<stamp>)")
-    if not (d / "settings.json").exists() and not (d / METRICS).exists():
+    if not (d / runfiles.SETTINGS).exists() and not (d / METRICS).exists():
         raise RunPageError(f"{d}: no settings.json or {METRICS}; fix: give a run folder a launch wrote")
     run = Run(d)
-    run.settings = _record_file(d / "settings.json", run.notes, settings_problem) or {}
+    run.settings = _record_file(d / runfiles.SETTINGS, run.notes, settings_problem) or {}
     run.records = read_metrics(d / METRICS, run.notes)
-    run.outcome = _record_file(d / "outcome.json", run.notes, outcome_problem)
-    alerts = _record_file(d / "alerts.json", run.notes, lambda doc: _list_problem(doc, "alerts", _alert_problem))
-    run.alerts = _capped(alerts or [], MAX_ALERTS, "alerts.json", run.notes)
-    run.diagnosis = _record_file(d / "diagnosis.json", run.notes, diagnosis_problem)
+    run.outcome = _record_file(d / runfiles.OUTCOME, run.notes, outcome_problem)
+    alerts = _record_file(d / runfiles.ALERTS, run.notes, lambda doc: _list_problem(doc, "alerts", _alert_problem))
+    run.alerts = _capped(alerts or [], MAX_ALERTS, runfiles.ALERTS, run.notes)
+    run.diagnosis = _record_file(d / runfiles.DIAGNOSIS, run.notes, diagnosis_problem)
     if run.diagnosis is not None and run.diagnosis.get("findings"):
-        run.diagnosis["findings"] = _capped(run.diagnosis["findings"], MAX_FINDINGS, "diagnosis.json", run.notes)
-    lost = _record_file(d / "lost_nodes.json", run.notes, lambda doc: _list_problem(doc, "nodes", _node_problem))
+        run.diagnosis["findings"] = _capped(run.diagnosis["findings"], MAX_FINDINGS, runfiles.DIAGNOSIS, run.notes)
+    lost = _record_file(d / runfiles.LOST_NODES, run.notes, lambda doc: _list_problem(doc, "nodes", _node_problem))
     if lost is None:
         lost = (run.outcome or {}).get("lost_nodes") or []
     run.lost = _capped(lost, MAX_LOST, "lost nodes", run.notes)
@@ -411,7 +412,7 @@ def header(run: Run) -> str:
     st, said = _state(run)
     steps = [r["step"] for r in run.records]
     total = s.get("total_steps") or values.get("TOTAL_TRAINING_STEPS")
-    secs = [v for r in run.records if (v := finite(r["data"].get("timing_s/step"))) is not None]
+    secs = [v for r in run.records if (v := finite(r["data"].get(verl_metrics.STEP_S))) is not None]
     cards = [(st, f"<b>{esc(said)}</b>")]
     cards.append(("ok", f"step <b>{steps[-1] if steps else 0}</b>" + (f" of {esc(total)}" if total else "")))
     if secs:
@@ -537,7 +538,7 @@ def write_run_page(run_dir: Path) -> Path:
 
 def is_run_dir(arg: str) -> bool:
     p = Path(arg)
-    return p.is_dir() and ((p / METRICS).exists() or (p / "settings.json").exists())
+    return p.is_dir() and ((p / METRICS).exists() or (p / runfiles.SETTINGS).exists())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..contracts import metrics as verl_metrics
+from ..contracts import runfiles
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from ..problems import error, one_line
 from .metricstream import complete_records, finite_number, is_step, load_json, read_file
@@ -71,18 +73,13 @@ def checks(
     # the trainer; the bare name is older verl's, which the anchor also accepts); host RAM is the fallback where the
     # device figures are absent. Throughput: trainer/ppo/metric_utils.py compute_throughout_metrics; step time and
     # reward: ray_trainer.py and metric_utils.py; probability difference: utils/debug/metrics.py.
-    memory_keys = (
-        "actor/perf/max_memory_allocated_gb",
-        "perf/max_memory_allocated_gb",
-        "actor/perf/cpu_memory_used_gb",
-        "perf/cpu_memory_used_gb",
-    )
+    memory_keys = (*reversed(verl_metrics.DEVICE_MEM), *reversed(verl_metrics.HOST_MEM))
     return [
         Check("peak memory (GB)", memory_keys, True, "rise", memory_gb, True),
-        Check("throughput (tokens/s/device)", ("perf/throughput",), False, "drop_pct", throughput_pct, True),
-        Check("step time (s)", ("timing_s/step",), False, "rise_pct", step_time_pct, True),
-        Check("reward mean", ("critic/rewards/mean",), False, "shift", reward, True),
-        Check("rollout/train probs diff", ("training/rollout_probs_diff_mean",), False, "shift_pct", probs_pct, False),
+        Check("throughput (tokens/s/device)", (verl_metrics.THROUGHPUT,), False, "drop_pct", throughput_pct, True),
+        Check("step time (s)", (verl_metrics.STEP_S,), False, "rise_pct", step_time_pct, True),
+        Check("reward mean", (verl_metrics.REWARD,), False, "shift", reward, True),
+        Check("rollout/train probs diff", (verl_metrics.PROBS_DIFF,), False, "shift_pct", probs_pct, False),
     ]
 
 
@@ -125,7 +122,7 @@ class Side:
 
 def _recipe_of(run_dir: Path) -> str | None:
     try:
-        settings = load_json(read_file(run_dir / "settings.json", MAX_FILE_BYTES))
+        settings = load_json(read_file(run_dir / runfiles.SETTINGS, MAX_FILE_BYTES))
     except (OSError, ValueError):
         return None  # a folder without a readable settings.json still compares; the table just names no recipe
     recipe = settings.get("recipe") if isinstance(settings, dict) else None

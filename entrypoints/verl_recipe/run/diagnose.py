@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..contracts import runfiles
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
 from .signatures import SIGNATURES, Signature
@@ -44,7 +45,7 @@ MAX_DEPTH = 8
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 EXCERPT_CHARS = 400
 BLOCK_LINES = 40
-DIAGNOSIS_FILE = "diagnosis.json"
+DIAGNOSIS_FILE = runfiles.DIAGNOSIS
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 TRACEBACK = "Traceback (most recent call last)"
@@ -157,11 +158,11 @@ class LogText:
 
 def _candidates(root: Path) -> Iterator[Path]:
     """Log files under a folder, in reading order: train.log, the other top-level logs, nodes/, the rest."""
-    top = root / "train.log"
+    top = root / runfiles.LOG
     if top.is_file():
         yield top
     yield from sorted(p for p in root.iterdir() if p.is_file() and p.suffix in LOG_SUFFIXES)
-    nodes = root / "nodes"  # the run record's symlink to LOG_DIR/nodes: os.walk below does not follow links
+    nodes = root / runfiles.NODES  # the run record's symlink to LOG_DIR/nodes: os.walk below does not follow links
     if nodes.is_dir():
         yield from sorted(p for p in nodes.iterdir() if p.is_file() and p.suffix in LOG_SUFFIXES)
     base_depth = len(root.parts)

@@ -16,31 +16,31 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ALERTS_FILE = "alerts.json"
+from ..contracts import metrics as verl_metrics
+from ..contracts import runfiles
+from ..contracts.health_rules import (
+    ALL,
+    HOST_MEMORY,
+    MEMORY_GROWTH,
+    NAN,
+    REWARD_DROP,
+    RULES,
+    STALL,
+    STEP_TIME,
+    THROUGHPUT,
+)
 
-# The rules, by the name HEALTH_STOP takes ("all" names every one).
-MEMORY_GROWTH = "memory_growth"
-STEP_TIME = "step_time"
-THROUGHPUT = "throughput"
-NAN = "nan"
-REWARD_DROP = "reward_drop"
-STALL = "stall"
-HOST_MEMORY = "host_memory"
-RULES = (MEMORY_GROWTH, STEP_TIME, THROUGHPUT, NAN, REWARD_DROP, STALL, HOST_MEMORY)
-ALL = "all"
+ALERTS_FILE = runfiles.ALERTS
+
 
 # verl 0.8.0's names: the legacy workers prefix the worker's perf metrics with "actor/", the new engine workers
 # (workers/engine_workers.py) do not.
-DEVICE_MEM = ("perf/max_memory_allocated_gb", "actor/perf/max_memory_allocated_gb")
-HOST_MEM = ("perf/cpu_memory_used_gb", "actor/perf/cpu_memory_used_gb")
-STEP_S = "timing_s/step"
-SAVE_S = "timing_s/save_checkpoint"  # inside verl's step timer on the steps that save (ray_trainer.py)
-TESTING_S = "timing_s/testing"  # validation, between verl's steps and outside its step timer
-THROUGHPUT_KEY = "perf/throughput"
-REWARD = "critic/rewards/mean"
+DEVICE_MEM, HOST_MEM = verl_metrics.DEVICE_MEM, verl_metrics.HOST_MEM
+STEP_S, SAVE_S, TESTING_S = verl_metrics.STEP_S, verl_metrics.SAVE_S, verl_metrics.TESTING_S
+THROUGHPUT_KEY, REWARD = verl_metrics.THROUGHPUT, verl_metrics.REWARD
 # A loss or a gradient norm that is NaN, inf or null (orjson writes NaN as null): these, and any other metric of
 # the actor or critic whose name ends in "loss" or "grad_norm".
-LOSS_KEYS = ("actor/pg_loss", "actor/loss", "actor/kl_loss", "actor/grad_norm", "critic/vf_loss", "critic/grad_norm")
+LOSS_KEYS = verl_metrics.LOSSES
 
 # The first step compiles and captures graphs; the run's own reference is the median of the next BASELINE_STEPS.
 WARMUP_STEPS = 1
@@ -76,11 +76,6 @@ class Thresholds:
             host_mem_fraction=float(values["HEALTH_HOST_MEM_FRACTION"]),
             stop=frozenset(RULES if ALL in stop else stop),
         )
-
-
-def unknown_stop_rules(names: Iterable[str]) -> list[str]:
-    """The HEALTH_STOP entries that name no rule (validate refuses them)."""
-    return [n for n in names if n != ALL and n not in RULES]
 
 
 @dataclass

@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
+from ..contracts import runfiles
 from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY
 from ..layers import Resolved
 from ..pages.run_page import RunPageError, write_run_page
@@ -38,7 +39,7 @@ SHOW_VERL_ENV = "VERL_RECIPE_SHOW_VERL"
 def end_of_simulation(launch: Launch, resolved: Resolved, extra_info: dict[str, Any], exit_code: int) -> int:
     """The simulated cluster has no NPUs: the launch stops where the simulation ends, with its run record written."""
     run_dir = write_run_record(new_run_dir(resolved), launch, resolved, {**extra_info, "simulated": True})
-    (run_dir / "exit_code").write_text(f"{exit_code}\n")
+    (run_dir / runfiles.CODE_FILE).write_text(f"{exit_code}\n")
     print(
         f"simulated cluster: launch validated and rendered, verl not started (no NPUs here; exit {exit_code}). "
         f"`--rehearse` checks instead the placement groups, every die's bundle, the shared paths and a real "
@@ -62,7 +63,7 @@ def run_launch(
     # verl's own metric stream (its "file" logger) goes into the run record: the progress line and the watch read it.
     launch = with_env(launch, {METRICS_ENV: str(run_dir / METRICS_FILE)})
     run_dir = write_run_record(run_dir, launch, resolved, extra_info or {})
-    log_path = run_dir / "train.log"
+    log_path = run_dir / runfiles.LOG
     resumed: list[int] = []
     print(f"run record: {run_dir}", file=sys.stderr)
     env = {**os.environ, **launch.env}

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..contracts import metrics as verl_metrics
+
 Record = dict[str, Any]
 
 # A step is a count: beyond 2**53 a float (a plot's axis, a JSON reader elsewhere) no longer holds it exactly.
@@ -172,8 +174,7 @@ def _num(data: dict[str, Any], *keys: str) -> float | None:
 
 
 # The highest device memory of a step: the new engine workers write perf/..., the legacy workers actor/perf/....
-DEVICE_MEM_KEYS = ("perf/max_memory_allocated_gb", "actor/perf/max_memory_allocated_gb")
-HOST_MEM_KEYS = ("perf/cpu_memory_used_gb", "actor/perf/cpu_memory_used_gb")
+DEVICE_MEM_KEYS, HOST_MEM_KEYS = verl_metrics.DEVICE_MEM, verl_metrics.HOST_MEM
 
 
 def _eta(seconds: float) -> str:
@@ -190,16 +191,16 @@ def progress_line(
     d = rec["data"]
     step = rec["step"]
     parts = [f"step {step}/{total}" if total else f"step {step}"]
-    secs = _num(d, "timing_s/step")
+    secs = _num(d, verl_metrics.STEP_S)
     if secs is not None:
         parts.append(f"{secs:.1f} s/step")
-    tokens = _num(d, "perf/throughput")
+    tokens = _num(d, verl_metrics.THROUGHPUT)
     if tokens is not None:
         parts.append(f"{tokens:.0f} tokens/s")
-    reward = _num(d, "critic/rewards/mean")
+    reward = _num(d, verl_metrics.REWARD)
     if reward is not None:
         parts.append(f"reward {reward:.3f}")
-    length = _num(d, "response_length/mean")
+    length = _num(d, verl_metrics.RESPONSE_LENGTH)
     if length is not None:
         parts.append(f"response {length:.0f} tokens")
     device = None if host_memory else _num(d, *DEVICE_MEM_KEYS)
@@ -221,7 +222,7 @@ class Progress:
         self.step_times: list[float] = []
 
     def line(self, rec: Record) -> str:
-        secs = _num(rec["data"], "timing_s/step")
+        secs = _num(rec["data"], verl_metrics.STEP_S)
         if secs is not None:
             self.step_times.append(secs)
         return progress_line(rec, self.total, self.step_times, self.host_memory)

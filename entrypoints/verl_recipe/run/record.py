@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..contracts import runfiles
 from ..layers import Resolved
 from ..render import Launch, experiment_dir
 
 # verl 0.8.0's "file" logger (verl/utils/tracking.py FileLogger) writes one {"step", "data"} line per step to this
 # path; the launcher points it into the run folder.
 METRICS_ENV = "VERL_FILE_LOGGER_PATH"
-METRICS_FILE = "metrics.jsonl"
+METRICS_FILE = runfiles.METRICS
 # What verl prints when trainer.resume_mode=auto finds a checkpoint (trainer/ppo/ray_trainer.py _load_checkpoint).
 _RESUMING = re.compile(rb"Resuming from (\S*global_step_(\d+))")
 
@@ -30,7 +31,7 @@ def resumed_step(line: bytes) -> int | None:
 
 def record_resume(run_dir: Path, step: int) -> None:
     """The step this run resumed from (verl's own line), in settings.json the moment verl says it."""
-    path = run_dir / "settings.json"
+    path = run_dir / runfiles.SETTINGS
     record = json.loads(path.read_text())
     record["resumed_from_step"] = step
     path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
@@ -49,7 +50,7 @@ def new_run_dir(resolved: Resolved, now: float | None = None) -> Path:
 
 def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_info: dict[str, Any]) -> Path:
     run_dir.mkdir(parents=True, exist_ok=False)
-    (run_dir / "launch.json").write_text(launch.to_json())
+    (run_dir / runfiles.LAUNCH).write_text(launch.to_json())
     settings = {k: {"value": resolved.values[k], "from": resolved.origin.get(k, "?")} for k in sorted(resolved.values)}
     env_origin = {k: resolved.env_origin.get(k, "recipe") for k in sorted(launch.env)}
     record = {
@@ -64,21 +65,21 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
             k: {"path": v, "from": resolved.secret_origin.get(k, "?")} for k, v in sorted(resolved.secret_files.items())
         },
         "warnings": resolved.warnings,
-        "log": str(run_dir / "train.log"),
+        "log": str(run_dir / runfiles.LOG),
         # What the memory plan predicted, to compare with a run that later dies of memory (docs/memory.md).
         "memory_estimate": launch.memory,
         "resumed_from_step": None,
         "total_steps": resolved.values.get("TOTAL_TRAINING_STEPS") or None,
         **extra_info,
     }
-    (run_dir / "settings.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-    (run_dir / "command.sh").write_text(
+    (run_dir / runfiles.SETTINGS).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    (run_dir / runfiles.COMMAND).write_text(
         "#!/usr/bin/env bash\n# The exact launch of this run.\n" + shell_command(launch)
     )
-    os.chmod(run_dir / "command.sh", 0o755)
+    os.chmod(run_dir / runfiles.COMMAND, 0o755)
     # Node logs live beside the runs (one file per host for the node's life); the run points at them.
-    nodes = Path(str(resolved.values["LOG_DIR"])) / "nodes"
-    (run_dir / "nodes").symlink_to(os.path.relpath(nodes, run_dir))
+    nodes = Path(str(resolved.values["LOG_DIR"])) / runfiles.NODES
+    (run_dir / runfiles.NODES).symlink_to(os.path.relpath(nodes, run_dir))
     return run_dir
 
 
@@ -93,7 +94,7 @@ def shell_command(launch: Launch) -> str:
 
 def record_lost(run_dir: Path, lost: list[dict[str, Any]]) -> Path:
     """Written the moment the head names a lost node, so the record holds it even if the head goes next."""
-    path = run_dir / "lost_nodes.json"
+    path = run_dir / runfiles.LOST_NODES
     path.write_text(json.dumps(lost, indent=2) + "\n")
     return path
 
@@ -107,7 +108,7 @@ def record_end(
 ) -> None:
     """`exit_code` (the run's, as the command returned it) and `outcome.json`: how the run ended, which node it
     lost, and how to go on (the next launch resumes from the latest checkpoint: trainer.resume_mode=auto)."""
-    (run_dir / "exit_code").write_text(f"{exit_code}\n")
+    (run_dir / runfiles.CODE_FILE).write_text(f"{exit_code}\n")
     outcome: dict[str, Any] = {
         "exit_code": exit_code,
         "ended_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -125,4 +126,4 @@ def record_end(
             f"bring {hosts} back (its Ray node rejoins by itself after a reboot), then run the same command "
             "again: it resumes from the latest checkpoint under CKPT_DIR (trainer.resume_mode=auto)"
         )
-    (run_dir / "outcome.json").write_text(json.dumps(outcome, indent=2) + "\n")
+    (run_dir / runfiles.OUTCOME).write_text(json.dumps(outcome, indent=2) + "\n")

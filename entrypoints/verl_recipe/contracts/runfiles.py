@@ -1,0 +1,20 @@
+"""The files of a run folder, LOG_DIR/<project>/<experiment>/runs/<stamp>: the launcher and the run record write
+them; the run page, compare and diagnose read them. docs/contracts.md ("The run folder") says what each holds."""
+
+from __future__ import annotations
+
+LAUNCH = "launch.json"  # the launch as rendered: recipe, env, argv, memory plan
+SETTINGS = "settings.json"  # every setting with where it came from, the plan, the host, times, resume step
+COMMAND = "command.sh"  # the launch as one copy-pasteable shell command
+LOG = "train.log"  # verl's whole output
+METRICS = "metrics.jsonl"  # verl's file logger: one {"step", "data"} line per step
+CODE_FILE = "exit_code"  # the run's exit code, one line
+OUTCOME = "outcome.json"  # how the run ended, the nodes it lost, what to do next
+LOST_NODES = "lost_nodes.json"  # written the moment the head names a lost node
+ALERTS = "alerts.json"  # the health rules' alerts, in order
+DIAGNOSIS = "diagnosis.json"  # the failure signatures found in the logs (or the last error block)
+RUN_PAGE = "run.html"  # the run page
+NODES = "nodes"  # a link to LOG_DIR/nodes: one log per host, for the node's life
+
+# Every name, in the order docs/contracts.md lists them.
+ALL = (LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES)
