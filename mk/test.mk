@@ -15,10 +15,14 @@ lint: venv lint-image lint-ansible ## ruff, mypy, yamllint --strict, docs drift,
 
 .PHONY: test-unit
 test-unit: venv ## Unit and conformance tests (no Docker)
-	$(VENV)/bin/pytest -m "not docker and not slow" -n $(UNIT_WORKERS) $(DURATIONS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not docker and not slow and not network" -n $(UNIT_WORKERS) $(DURATIONS) $(PYTEST_ARGS)
+
+.PHONY: test-network
+test-network: venv ## Tests that need PyPI (the locks still resolve)
+	$(VENV)/bin/pytest -m "network" $(DURATIONS) $(PYTEST_ARGS)
 
 .PHONY: test
-test: lint test-unit ## Everything CI runs: lint, unit, conformance and integration tests
+test: lint test-unit test-network ## Everything CI runs: lint, unit, network, conformance and integration tests
 	$(MAKE) --no-print-directory host-deps compose-plugin
 	$(VENV)/bin/pytest -m "docker and not slow" $(DURATIONS) $(PYTEST_ARGS)
 

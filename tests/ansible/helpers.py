@@ -4,26 +4,21 @@ Running ansible-playbook and reading its output is simkit.playbook's (shared wit
 from __future__ import annotations
 
 import copy
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import yaml
 
-from simkit.paths import ANSIBLE_DIR
+from simkit.paths import ANSIBLE_DIR, load_by_path
 
 SAMPLE = ANSIBLE_DIR / "inventory" / "sample"
 
 
 def load_plugin(relpath: str) -> ModuleType:
-    """Import a module or action plugin file of the roles by path (they are not on sys.path)."""
-    path = ANSIBLE_DIR / relpath
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """Import a module or action plugin file of the roles by path (they are not on sys.path), once per process under
+    a name of its own (the preflight module and its action plugin share a file name)."""
+    return load_by_path("verl_recipe_role_" + relpath.removesuffix(".py").replace("/", "_"), ANSIBLE_DIR / relpath)
 
 
 def sample_inventory() -> tuple[dict[str, Any], dict[str, Any]]:

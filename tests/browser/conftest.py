@@ -10,10 +10,6 @@ import pytest
 from tests.browser import chromium
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: opens a page in headless Chromium (Debian's chromium package)")
-
-
 @pytest.fixture(scope="session")
 def chromium_bin() -> str:
     path = chromium.find()

@@ -4,7 +4,6 @@ unreachable registry reported without inventing a digest."""
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import shutil
 import threading
 from collections.abc import Iterator
@@ -13,12 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
 # Loaded under a project-specific name: docker/tools is not a package and "digest" is a common module name.
-_spec = importlib.util.spec_from_file_location("verl_recipe_image_digest", ROOT / "docker" / "tools" / "digest.py")
-assert _spec and _spec.loader
-base_digest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(base_digest)
+base_digest = load_by_path("verl_recipe_image_digest", ROOT / "docker" / "tools" / "digest.py")
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

@@ -123,6 +123,7 @@ def test_sim_lock_holds_the_manifest_pins() -> None:
     assert entries(SIM / "verl.lock")["verl"][0] == f"verl=={manifest()['git_sources']['verl']['version']}"
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("target", ["lock-npu-check", "lock-sim-check", "lock-check"])
 def test_locks_still_resolve_against_pypi(target: str) -> None:
     out = subprocess.run(

@@ -5,7 +5,6 @@ Dockerfile's steps are checked in order. Each test names the build stop (issue: 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simkit.paths import load_by_path
 from tests.image.test_dockerfile_stages import stages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,10 +251,7 @@ def test_import_smoke_imports_for_real_and_reports_every_failure() -> None:
 
 
 def test_rehearsal_check_runs_each_service_through_its_own_entrypoint() -> None:
-    spec = importlib.util.spec_from_file_location("verl_recipe_standin_check", ROOT / "docker/npu-standin/check.py")
-    assert spec and spec.loader
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = load_by_path("verl_recipe_standin_check", ROOT / "docker/npu-standin/check.py")
     data = yaml.safe_load((ROOT / "compose.yaml").read_text())
     for service in check.SERVICES:
         assert service in data["services"], service

@@ -4,7 +4,6 @@ so `verl-recipe-base` stands in for the CANN image. The later stages need CANN a
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("verl_recipe_image_sources2", ROOT / "docker" / "tools" / "sources.py")
-assert _spec and _spec.loader
-sources = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sources)
+sources = load_by_path("verl_recipe_image_sources2", ROOT / "docker" / "tools" / "sources.py")
 
 pytestmark = pytest.mark.docker
 TAG = "verl-recipe-test-npu:sources-stage"

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docker" / "npu" / "pip_check.py"
 ACCEPTED = ROOT / "docker" / "lock" / "accepted-conflicts.toml"
-_spec = importlib.util.spec_from_file_location("verl_recipe_pip_check", SCRIPT)
-assert _spec and _spec.loader
-pip_check = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = pip_check  # dataclasses need the module registered
-_spec.loader.exec_module(pip_check)
+pip_check = load_by_path("verl_recipe_pip_check", SCRIPT)
 
 # What pip 24/25 print for the accepted conflicts (specifiers in pip's own order, which differs from upstream's).
 ACCEPTED_LINES = [

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("verl_recipe_imagetool", ROOT / "docker" / "tools" / "imagetool.py")
-assert _spec and _spec.loader
-imagetool = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(imagetool)
+imagetool = load_by_path("verl_recipe_imagetool", ROOT / "docker" / "tools" / "imagetool.py")
 
 
 @pytest.fixture

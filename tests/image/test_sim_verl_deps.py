@@ -4,14 +4,14 @@ and both dev locks (requirements/), the CPU torch unchanged."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+
+from simkit.paths import load_by_path
 
 from .test_lint_and_locks import entries
 
@@ -25,11 +25,7 @@ DEV_LOCKS = ("dev.lock", "dev-pypi.lock")
 
 
 def imagetool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("imagetool_under_test", ROOT / "docker" / "tools" / "imagetool.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_by_path("imagetool_under_test", ROOT / "docker" / "tools" / "imagetool.py")
     return mod
 
 

@@ -3,7 +3,6 @@ deterministic tarballs, checksums, and clear errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import subprocess
 import tarfile
@@ -13,12 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
 # Loaded under a project-specific name: docker/tools is not a package and "sources" is a common module name.
-_spec = importlib.util.spec_from_file_location("verl_recipe_image_sources", ROOT / "docker" / "tools" / "sources.py")
-assert _spec and _spec.loader
-sources = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sources)
+sources = load_by_path("verl_recipe_image_sources", ROOT / "docker" / "tools" / "sources.py")
 
 
 def git(cwd: Path, *args: str) -> str:

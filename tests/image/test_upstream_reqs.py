@@ -4,24 +4,18 @@ package's own format (requirements.txt, setup.py lists, transformers' deps table
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from simkit.paths import load_by_path
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "verl_recipe_upstream_reqs", ROOT / "docker" / "tools" / "upstream_reqs.py"
-)
-assert _spec and _spec.loader
-upstream_reqs = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = upstream_reqs
-_spec.loader.exec_module(upstream_reqs)
+upstream_reqs = load_by_path("verl_recipe_upstream_reqs", ROOT / "docker" / "tools" / "upstream_reqs.py")
 
 UPSTREAM = ROOT / "docker" / "lock" / "upstream"
 

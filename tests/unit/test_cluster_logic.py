@@ -11,6 +11,8 @@ from verl_recipe.cluster.nodeenv import from_environ, parse_cluster
 from verl_recipe.cluster.raynode import NodeError, count_dies, node_resources, ray_start_argv
 from verl_recipe.settingtypes import SettingsError
 
+from tests.fakes import FakeClock
+
 CLUSTER = "a3-01=10.9.0.11,a3-02=10.9.0.12,a3-03=10.9.0.13"
 
 
@@ -126,19 +128,8 @@ def test_node_that_left_fails_fast() -> None:
     assert a.fatal is not None and a.fatal.startswith("a3-02 (10.9.0.12) joined and then left the cluster")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
-
-
 def test_wait_gives_up_on_deadline_naming_missing(capsys: pytest.CaptureFixture[str]) -> None:
-    clock = Clock()
+    clock = FakeClock()
     rc = wait_for_cluster(
         lambda: [view("a3-01", "10.9.0.11")], EXPECTED, 3, 16, deadline_s=30, now=clock.now, sleep=clock.sleep
     )
@@ -150,7 +141,7 @@ def test_wait_gives_up_on_deadline_naming_missing(capsys: pytest.CaptureFixture[
 
 
 def test_wait_returns_when_the_last_node_joins() -> None:
-    clock = Clock()
+    clock = FakeClock()
     joined = [view("a3-01", "10.9.0.11")]
 
     def snapshot() -> list[NodeView]:

@@ -13,6 +13,7 @@ from verl_recipe.exitcodes import EXIT_HEALTH
 from verl_recipe.resolve import Request, resolve
 from verl_recipe.run.health import ALERTS_FILE, Alert, Health, Thresholds, host_mem_total_gb
 
+from tests.fakes import FakeClock
 from tests.unit.fixtures import install_fake_verl, make_shared, set_args
 from tests.unit.helpers import run
 
@@ -31,14 +32,6 @@ def stream(n: int, change: dict[str, Any] | None = None, at: int = 0) -> list[di
             data.update({key: v(k) if callable(v) else v for key, v in change.items()})
         out.append({"step": k, "data": data})
     return out
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def feed(records: list[dict[str, Any]], thresholds: Thresholds = DEFAULTS, **kw: Any) -> tuple[Health, list[Alert]]:
@@ -125,35 +118,35 @@ def test_host_mem_total_read_from_meminfo(tmp_path: Path) -> None:
 
 
 def test_stall_fires_on_the_clock_names_the_cluster_and_rearms_after_a_step() -> None:
-    clock = Clock()
+    clock = FakeClock(1_800_000_000.0)
     health = Health(DEFAULTS, host_total_gb=64.0, clock=clock, describe_cluster=lambda: "Ray actors: 8x WorkerDict")
     assert health.tick() == []  # no step yet: model loading is not a stall
     for rec in SAMPLE:
         health.on_record(rec)
     # The median of 9.9, 2.3 and 2.4 s is 2.37 s; 5 times that is 11.8 s.
-    clock.now += 11.0
+    clock.t += 11.0
     assert health.tick() == []
-    clock.now += 2.0
+    clock.t += 2.0
     (alert,) = health.tick()
     assert alert.rule == "stall" and alert.step == 3 and "8x WorkerDict" in alert.line
     assert health.tick() == [], "once per stall"
     health.on_record({"step": 4, "data": SAMPLE[2]["data"]})
-    clock.now += 20.0
+    clock.t += 20.0
     assert [a.rule for a in health.tick()] == ["stall"]
 
 
 def test_stall_allows_the_longest_validation_and_ends_with_the_last_step() -> None:
-    clock = Clock()
+    clock = FakeClock(1_800_000_000.0)
     health = Health(DEFAULTS, clock=clock, describe_cluster=lambda: "-", total_steps=6)
     for rec in stream(4, {"timing_s/testing": 30.0}, at=4):
         health.on_record(rec)
-    clock.now += 40.0  # 5 x 2.34 s + the 30 s validation seen at step 4 = 41.7 s
+    clock.t += 40.0  # 5 x 2.34 s + the 30 s validation seen at step 4 = 41.7 s
     assert health.tick() == []
-    clock.now += 2.0
+    clock.t += 2.0
     assert [a.rule for a in health.tick()] == ["stall"]
     for rec in stream(6)[4:]:
         health.on_record(rec)
-    clock.now += 600.0  # verl validates and shuts down after the last step
+    clock.t += 600.0  # verl validates and shuts down after the last step
     assert health.tick() == []
 
 

@@ -17,20 +17,11 @@ from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
 from verl_recipe.run.launcher import run_launch
 
+from tests.fakes import FakeClock
+
 from .fixtures import install_fake_verl, make_shared, set_args
 
 EXPECTED = (("a3-01", "10.9.0.11"), ("a3-02", "10.9.0.12"))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
 
 
 def view(name: str, ip: str, alive: bool = True) -> NodeView:
@@ -38,7 +29,7 @@ def view(name: str, ip: str, alive: bool = True) -> NodeView:
 
 
 def test_silent_node_is_lost_after_the_confirm_time_and_named_once() -> None:
-    clock = Clock()
+    clock = FakeClock()
     answers = {"10.9.0.11": None, "10.9.0.12": "silent"}
     w = NodeWatch(confirm_s=10, knock=lambda ip, port: answers[ip], now=clock.now)
     views = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
@@ -55,7 +46,7 @@ def test_silent_node_is_lost_after_the_confirm_time_and_named_once() -> None:
 
 
 def test_a_node_that_answers_again_is_no_longer_suspect() -> None:
-    clock = Clock()
+    clock = FakeClock()
     answers: dict[str, str | None] = {"10.9.0.12": "silent"}
     w = NodeWatch(confirm_s=10, knock=lambda ip, port: answers[ip], now=clock.now)
     views = [view("a3-02", "10.9.0.12")]
@@ -69,7 +60,7 @@ def test_a_node_that_answers_again_is_no_longer_suspect() -> None:
 
 
 def test_refused_means_the_host_is_up_but_its_ray_node_is_not() -> None:
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(confirm_s=3, knock=lambda ip, port: "refused", now=clock.now)
     w.check([view("a3-02", "10.9.0.12")])
     clock.t = 3
@@ -91,7 +82,7 @@ def test_rays_own_verdict_counts_at_once_for_a_node_seen_alive() -> None:
 
 
 def test_only_the_nodes_in_use_are_watched() -> None:
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(confirm_s=0, knock=lambda ip, port: "silent" if ip == "10.9.0.13" else None, now=clock.now)
     views = [view("a3-01", "10.9.0.11"), view("a3-03", "10.9.0.13")]
     w.check(views, only={"10.9.0.11"})
@@ -115,7 +106,7 @@ def test_wait_does_not_count_a_silent_node_and_names_it_before_the_deadline(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The paused-host bug: Ray still lists the node with free dies; the head must not call the cluster ready."""
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(knock=lambda ip, port: "silent" if ip == "10.9.0.12" else None, now=clock.now)
     views = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
     rc = wait_for_cluster(lambda: views, EXPECTED, 2, 16, 60, now=clock.now, sleep=clock.sleep, watch=w)
@@ -128,7 +119,7 @@ def test_wait_does_not_count_a_silent_node_and_names_it_before_the_deadline(
 
 
 def test_wait_with_every_node_answering_is_ready_at_once() -> None:
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(knock=lambda ip, port: None, now=clock.now)
     views = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
     assert wait_for_cluster(lambda: views, EXPECTED, 2, 16, 60, now=clock.now, sleep=clock.sleep, watch=w) == 0
@@ -138,7 +129,7 @@ def test_wait_with_every_node_answering_is_ready_at_once() -> None:
 class NeverReady:
     """A Ray whose objects never complete: a collective blocked on a peer that lost its power."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
 
     def wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
@@ -150,7 +141,7 @@ class NeverReady:
 
 
 def test_rehearsal_waits_end_when_a_node_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
+    clock = FakeClock()
     monkeypatch.setattr(time, "monotonic", clock.now)
     w = NodeWatch(knock=lambda ip, port: "silent" if ip == "10.9.0.12" else None, now=clock.now)
     views = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
@@ -160,7 +151,7 @@ def test_rehearsal_waits_end_when_a_node_is_lost(monkeypatch: pytest.MonkeyPatch
     assert "a3-02 (10.9.0.12) lost" in str(exc.value) and "during the rehearsal" in str(exc.value)
     assert clock.t < 20, "named in seconds, not after the 600 s timeout"
 
-    clock2 = Clock()
+    clock2 = FakeClock()
     monkeypatch.setattr(time, "monotonic", clock2.now)
     w2 = NodeWatch(knock=lambda ip, port: "silent" if ip == "10.9.0.12" else None, now=clock2.now)
 
@@ -229,7 +220,7 @@ def test_run_without_losses_keeps_verls_exit_code(tmp_path: Path, monkeypatch: p
 
 def test_a_rebooted_node_that_answers_again_is_waited_for_not_called_gone(capsys: pytest.CaptureFixture[str]) -> None:
     """Ray still lists a3-02's node of the previous boot as dead; its new raylet answers: wait for it to join."""
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(knock=lambda ip, port: None, now=clock.now)
     stale = view("a3-02", "10.9.0.12", alive=False)
 
@@ -255,7 +246,7 @@ class ResetByPeer:
 
 
 def test_a_collective_error_from_a_lost_peer_names_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
+    clock = FakeClock()
     monkeypatch.setattr(time, "monotonic", clock.now)
     monkeypatch.setattr(time, "sleep", clock.sleep)
     views = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
@@ -271,7 +262,7 @@ def test_a_collective_error_from_a_lost_peer_names_the_node(monkeypatch: pytest.
 def test_a_ghost_of_a_rebooted_node_is_not_counted_until_ray_drops_it() -> None:
     """After a reboot Ray lists the host's new node and, for a while, its old one as alive: work placed on the old
     one never runs. The wait counts the host only once Ray has marked the ghost dead."""
-    clock = Clock()
+    clock = FakeClock()
     w = NodeWatch(knock=lambda ip, port: None, now=clock.now)
 
     def snapshot() -> list[NodeView]:

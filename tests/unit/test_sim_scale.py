@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +10,9 @@ from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
 from verl_recipe.validate import validate
 
-SPEC = importlib.util.spec_from_file_location(
-    "sim_scale", Path(__file__).resolve().parents[2] / "scripts" / "sim_scale.py"
-)
-assert SPEC is not None and SPEC.loader is not None
-sim_scale = importlib.util.module_from_spec(SPEC)
-sys.modules["sim_scale"] = sim_scale
-SPEC.loader.exec_module(sim_scale)
+from simkit.paths import load_by_path
+
+sim_scale = load_by_path("sim_scale", Path(__file__).resolve().parents[2] / "scripts" / "sim_scale.py")
 
 
 @pytest.mark.parametrize("recipe", recipe_names())
