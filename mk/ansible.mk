@@ -25,7 +25,8 @@ lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --s
 	$(ANSIBLE_ENV) ansible-lint -c ../.ansible-lint deploy.yml playbooks roles
 	$(VENV)/bin/ruff check ansible tests/ansible
 	$(VENV)/bin/ruff format --check ansible tests/ansible
-	# two runs: the action plugin and the module of preflight share a file name
+	# two runs: the action plugin and the module of preflight share a file name. The first checks ansible/module_utils
+	# too: from the repository root, its ansible/ folder is where ansible.module_utils.a3_* resolve.
 	$(VENV)/bin/mypy --config-file pyproject.toml ansible/roles/*/library tests/ansible
 	$(VENV)/bin/mypy --config-file pyproject.toml ansible/roles/*/action_plugins ansible/roles/*/files
 

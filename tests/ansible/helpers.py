@@ -4,8 +4,9 @@ Running ansible-playbook and reading its output is simkit.playbook's (shared wit
 from __future__ import annotations
 
 import copy
+import importlib
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import yaml
@@ -19,6 +20,21 @@ def load_plugin(relpath: str) -> ModuleType:
     """Import a module or action plugin file of the roles by path (they are not on sys.path), once per process under
     a name of its own (the preflight module and its action plugin share a file name)."""
     return load_by_path("verl_recipe_role_" + relpath.removesuffix(".py").replace("/", "_"), ANSIBLE_DIR / relpath)
+
+
+# The preflight module's parts in ansible/module_utils, lowest first.
+PREFLIGHT_PARTS = ("a3facts", "a3_parse", "a3_host", "a3_checks_node", "a3_checks_npu")
+
+
+def preflight_module() -> SimpleNamespace:
+    """The preflight module and its module_utils parts as one namespace (what the module's code sees), for tests
+    that call its parsers and checks in process. A test that patches a name patches it in the part that uses it
+    (`importlib.import_module("ansible.module_utils.a3_checks_node")`)."""
+    names: dict[str, object] = {}
+    for part in PREFLIGHT_PARTS:
+        names.update(vars(importlib.import_module(f"ansible.module_utils.{part}")))
+    names.update(vars(load_plugin("roles/preflight/library/a3_preflight.py")))
+    return SimpleNamespace(**{k: v for k, v in names.items() if not k.startswith("__")})
 
 
 def sample_inventory() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,6 +9,7 @@ the file runs in well under a minute on two cores.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import string
@@ -18,9 +19,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.ansible.helpers import load_plugin, valid_hosts, valid_site
+from tests.ansible.helpers import load_plugin, preflight_module, valid_hosts, valid_site
 
-pre = load_plugin("roles/preflight/library/a3_preflight.py")
+pre = preflight_module()
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
 val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
 
@@ -267,8 +268,9 @@ def test_truncated_dockerd_limits_fail_the_engine_limits_row(tmp_path: Path, mon
     pid = tmp_path / "docker.pid"
     pid.write_text(f"{os.getpid()}\n")
     real = pre.read
+    node_checks = importlib.import_module("ansible.module_utils.a3_checks_node")
     monkeypatch.setattr(
-        pre,
+        node_checks,
         "read",
         lambda p: "Limit  Soft  Hard\nMax open files  1024" if p.endswith(f"/{os.getpid()}/limits") else real(p),
     )

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.ansible.helpers import load_plugin
+from tests.ansible.helpers import load_plugin, preflight_module
 from tests.sim.helpers import TOOLS, HostState, simctl, simfaults, simhccn, simhostview
 
-pre = load_plugin("roles/preflight/library/a3_preflight.py")
+pre = preflight_module()
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.ansible.helpers import load_plugin, valid_hosts
+from tests.ansible.helpers import load_plugin, preflight_module, valid_hosts
 
-pre = load_plugin("roles/preflight/library/a3_preflight.py")
+pre = preflight_module()
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
 val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")

@@ -17,9 +17,9 @@ from typing import Any
 from verl_recipe.rehearse import NodeReport
 
 from simkit.paths import ANSIBLE_DIR
-from tests.ansible.helpers import load_plugin
+from tests.ansible.helpers import load_plugin, preflight_module
 
-pre = load_plugin("roles/preflight/library/a3_preflight.py")
+pre = preflight_module()
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
 
 # check name and what the module finds on a die with that fault
