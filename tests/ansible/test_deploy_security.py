@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from verl_recipe import inventory as val
 
 from simkit.paths import ANSIBLE_DIR
 from tests.ansible.helpers import load_plugin
@@ -25,7 +26,6 @@ from tests.ansible.helpers import load_plugin
 REPO = ANSIBLE_DIR.parent
 HELPER = ANSIBLE_DIR / "roles" / "image_dist" / "files" / "serve_once.py"
 serve_once = load_plugin("roles/image_dist/files/serve_once.py")
-val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
 
 
 def free_port() -> int:

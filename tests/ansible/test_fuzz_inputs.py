@@ -18,12 +18,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from verl_recipe import inventory as val
+from verl_recipe.inventory import fields
 
 from tests.ansible.helpers import load_plugin, preflight_module, valid_hosts, valid_site
 
 pre = preflight_module()
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
-val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
 
 # Derandomized: CI and `make test` see the same examples every run (a red unit tier is a fault, never a draw);
 # a hunt for new faults is FUZZ_RANDOM=1 FUZZ_EXAMPLES=5000.
@@ -129,8 +130,8 @@ def test_any_host_name_is_checked_in_one_line(name: str) -> None:
     hosts[name] = hosts.pop("h2")
     errors = val.check_hosts(list(hosts), ["h0"], hosts, 4)
     assert_lines(errors)
-    if not val.HOST_NAME_RE.fullmatch(name):
-        assert errors and all(val._show(name) in e for e in errors), errors
+    if not fields.HOST_NAME_RE.fullmatch(name):
+        assert errors and all(fields._show(name) in e for e in errors), errors
     else:
         assert errors == [], errors
 

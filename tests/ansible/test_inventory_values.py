@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from verl_recipe import inventory as val
+from verl_recipe.inventory import fields
 
 from simkit.playbook import playbook
-from tests.ansible.helpers import load_plugin, node_hosts, sample_inventory, valid_hosts, valid_site, write_inventory
+from tests.ansible.helpers import node_hosts, sample_inventory, valid_hosts, valid_site, write_inventory
 
-val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
 CONTROL = {"ansible_version": "2.19.0", "ansible_min": "2.19", "ansible_max": "2.20", "required_files": []}
 
 
@@ -159,7 +160,7 @@ def test_host_names_that_are_not_plain(name: str) -> None:
     h[name] = h.pop("h2")
     errors = val.check_hosts(list(h), ["h0"], h, 2)
     line = _one(errors, "inventory: host name ")
-    assert val._show(name) in line and len(line) < 400, line
+    assert fields._show(name) in line and len(line) < 400, line
     assert "fix: name it with letters, digits" in line
     assert all("\n" not in e for e in errors)
 

@@ -6,13 +6,14 @@ import re
 from typing import Any
 
 import pytest
+from verl_recipe import inventory as val
 
 from tests.ansible.helpers import load_plugin, preflight_module, valid_hosts
 
 pre = preflight_module()
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
-val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
+
 man = load_plugin("roles/shared_assets/library/a3_asset_manifest.py")
 
 

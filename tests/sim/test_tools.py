@@ -465,10 +465,8 @@ def test_hccs_inventory_lists_what_each_host_reports(tmp_path: Path) -> None:
     """`make sim-up SIM_LINK=hccs`: site_inter_server_link hccs and per host the a3_vnic_ips its own hccn_tool
     reported; the project's inventory validation accepts it, and roce (the default) writes no vNIC at all."""
     import yaml
+    from verl_recipe import inventory as val
 
-    from tests.ansible.helpers import load_plugin
-
-    val = load_plugin("roles/validate_inventory/action_plugins/a3_validate_inventory.py")
     c = cluster(3)
     states = {h["name"]: HostState(tmp_path / h["name"], c, h["name"]) for h in c["hosts"]}
     vnics = {}
