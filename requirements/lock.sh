@@ -45,10 +45,11 @@ if [ "$mode" = install ]; then
   uv pip install --quiet --python "$venv_py" --require-hashes --no-deps --compile-bytecode "${links[@]}" -r "$lock" \
     -r requirements/verl.lock
   uv pip install --quiet --python "$venv_py" --no-deps -e .
-  # The simulated cluster's CPU stand-ins (verl_sim_standin) are importable in the dev venv as in verl-recipe:sim,
-  # from the repository by a path file: no build, and they never enter a lock or the NPU image.
-  "$venv_py" -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "verl_sim_standin.pth").write_text(sys.argv[1] + "\n")' \
-    "$(pwd)/docker/sim-runtime/standin"
+  # The simulated cluster's CPU stand-ins (verl_sim_standin) are installed in the dev venv as in verl-recipe:sim,
+  # editable from the repository (so their `verl_recipe.devices` entry point is registered); they never enter a lock
+  # or the NPU image. A path file of older venvs goes.
+  "$venv_py" -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "verl_sim_standin.pth").unlink(missing_ok=True)'
+  uv pip install --quiet --python "$venv_py" --no-deps -e docker/sim-runtime/standin
   norm() { sed -nE 's/^([A-Za-z0-9._-]+)(\[[^]]*\])? ?==.*/\1/p' | tr 'A-Z_.' 'a-z--' | sort -u; }
   stray="$(comm -23 <(uv pip freeze --quiet --python "$venv_py" --exclude-editable | norm) \
     <(cat "$lock" requirements/verl.lock | norm))"

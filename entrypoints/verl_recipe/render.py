@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
+from .devices import overlay as device_overlay
 from .hydra_syntax import Raw, hydra_value, quote
 from .layers import Resolved
 from .recipes import Recipe, merge_hydra
@@ -135,23 +136,6 @@ def settings_overrides(recipe: Recipe, values: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-class StandinMissing(SettingsError):
-    """DEVICE=cpu outside the simulated runtime: the CPU stand-ins are not installed here."""
-
-
-def cpu_standin_overlay() -> dict[str, Any]:
-    """What DEVICE=cpu adds to a launch: the stand-in package's own overlay (its names have one home there). It is
-    installed in verl-recipe:sim and the development venv only, never in the NPU image."""
-    try:
-        import verl_sim_standin  # type: ignore[import-not-found]
-    except ImportError:
-        raise StandinMissing(
-            "DEVICE=cpu runs verl on the simulated cluster's CPU stand-ins, which are not installed here (only in "
-            "verl-recipe:sim and the development venv); fix: DEVICE=npu on A3 hosts"
-        ) from None
-    return dict(verl_sim_standin.overlay())
-
-
 def device_parts(recipe: Recipe, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """The device's own Hydra entries and launch environment."""
     device = values["DEVICE"]
@@ -161,7 +145,7 @@ def device_parts(recipe: Recipe, values: dict[str, Any]) -> tuple[dict[str, Any]
         env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
         return recipe.npu_hydra, env
     if device == "cpu":
-        standin = cpu_standin_overlay()
+        standin = device_overlay("cpu")
         return dict(standin["hydra"]), {k: str(v) for k, v in standin["env"].items()}
     return recipe.gpu_hydra, {}
 

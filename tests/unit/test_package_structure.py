@@ -226,3 +226,26 @@ def test_every_file_of_the_package_that_is_not_python_is_package_data() -> None:
     assert "pages/readiness/page.css" in data
     missing = [f for f in data if not any(fnmatch.fnmatch(f, g) for g in globs)]
     assert not missing, f"not in pyproject's package-data: {missing}; fix: add them to [tool.setuptools.package-data]"
+
+
+SIMULATION_PACKAGES = ("verl_sim_standin", "simkit", "simctl_parts")
+
+
+def test_the_product_imports_no_simulation_package() -> None:
+    """The simulated cluster's stand-ins register themselves (the verl_recipe.devices entry points): the product
+    names none of the simulation's packages, in an import or in a string it could import by name."""
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names = [node.value]
+            found += [
+                f"{path.relative_to(PACKAGE_DIR)}:{node.lineno} {n}" for n in names if n.startswith(SIMULATION_PACKAGES)
+            ]
+    assert not found, f"the product names a simulation package: {found}"

@@ -247,3 +247,25 @@ def test_list_shows_layouts(capsys: pytest.CaptureFixture[str]) -> None:
     assert res.rc == 0
     line = next(row for row in res.out.splitlines() if row.startswith("qwen3.5-397b"))
     assert "16x16" in line and "EP=64" in line and "GEN_EP=256" in line
+
+
+def test_device_cpu_takes_the_overlay_its_package_registers(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CPU stand-ins (installed in the dev venv as in verl-recipe:sim) register `cpu` under verl_recipe.devices;
+    render takes their overlay through it."""
+    from verl_sim_standin import ROLLOUT_NAME
+
+    res = run(capsys, "render", "qwen3.5-35b-fsdp", "--json", "--set", "DEVICE=cpu")
+    assert res.rc == 0, res.err
+    assert res.overrides()["actor_rollout_ref.rollout.name"] == ROLLOUT_NAME
+
+
+def test_device_cpu_without_its_package_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verl_recipe import devices
+
+    monkeypatch.setattr(devices, "entry_points", lambda **_: [])
+    res = run(capsys, "render", "qwen3.5-35b-fsdp", "--set", "DEVICE=cpu")
+    assert res.rc == 2 and res.out == ""
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "DEVICE=cpu" in lines[0] and "fix: DEVICE=npu on A3 hosts" in lines[0], res.err

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..devices import device_module
 from ..models import ModelArch
 from ..placeholder import PLACEHOLDER
 from ..recipes import Recipe
@@ -40,15 +41,11 @@ def synthetic_config(arch: ModelArch) -> dict[str, Any]:
 
 
 def write_standin(values: dict[str, Any]) -> None:
-    """DEVICE=cpu: a real tiny checkpoint and data the CPU stand-ins train on (verl_sim_standin.seed)."""
-    from ..render import cpu_standin_overlay
-
-    cpu_standin_overlay()  # refuses with one line where the stand-ins are not installed
-    from verl_sim_standin.seed import write_data, write_model  # type: ignore[import-not-found]
-
-    write_model(Path(str(values["MODEL_PATH"])))
+    """DEVICE=cpu: a real tiny checkpoint and data the CPU stand-ins train on (their package writes them)."""
+    device = device_module("cpu")  # refuses with one line where the stand-ins are not installed
+    device.write_model(Path(str(values["MODEL_PATH"])))
     train, test = values["TRAIN_FILES"], values["VAL_FILES"]
-    write_data(Path(train[0]), Path(test[0]))
+    device.write_data(Path(train[0]), Path(test[0]))
     for name in ("CKPT_DIR", "LOG_DIR"):
         Path(str(values[name])).mkdir(parents=True, exist_ok=True)
 

@@ -11,8 +11,8 @@ Nothing here runs on a real cluster. It is installed in the simulated runtime im
 - `seed`: a tiny random Qwen3.5-MoE checkpoint in the shape of the real ones, and GSM8K-shaped data.
 - `reward`: a rule reward that gives a random model non-zero advantages.
 
-`overlay()` is the part of a launch that DEVICE=cpu adds (verl_recipe/render.py reads it from here, so the names
-below have one home).
+`overlay()` is the part of a launch that DEVICE=cpu adds; verl-recipe finds it through `device`, this package's
+`verl_recipe.devices` entry point, so the names below have one home.
 """
 
 from __future__ import annotations
