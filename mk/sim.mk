@@ -28,7 +28,8 @@ sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write 
 	$(SIMCTL) up --nodes '$(NODES)'
 
 # Every recipe by default: the demo may run any of them; tests and the bench seed the same set.
-SEED_RECIPES ?= qwen3.5-35b-fsdp qwen3.5-35b qwen3.5-122b qwen3.5-397b
+# Every recipe (verl-recipe list), read when a target needs it.
+SEED_RECIPES ?= $(shell $(PY) -c 'from verl_recipe.recipes import recipe_names; print(*recipe_names())')
 
 .PHONY: sim-seed
 # With the simulated site's launch settings (simctl.py site-launch), as the cluster's services read them: the FSDP

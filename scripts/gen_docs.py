@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "entrypoints"))
 
 from verl_recipe.contracts.health_rules import markdown_table as health_rules_table  # noqa: E402
-from verl_recipe.recipes import load_recipe, recipe_names  # noqa: E402
+from verl_recipe.recipes import load_recipe, recipe_names, service_name  # noqa: E402
 from verl_recipe.settings import SETTINGS  # noqa: E402
 
 README = ROOT / "README.md"
@@ -76,16 +76,39 @@ def versions_table() -> str:
     return "\n".join(rows)
 
 
+def compose_train_services() -> str:
+    """compose.yaml: one service per recipe, running its launch with the CANN environment (recipes.service_name)."""
+    blocks = []
+    for name in recipe_names():
+        blocks.append(
+            f"  {service_name(name)}:\n    <<: *ascend-node\n    profiles: [train]\n"
+            f"    entrypoint: [bash, -c, *cann-env, cann-env, verl-recipe, train, {name}]\n    command: []"
+        )
+    return "\n".join(blocks)
+
+
+def compose_sim_train_services() -> str:
+    return "\n".join(f"  {service_name(name)}: *sim-node" for name in recipe_names())
+
+
 # File -> its generated parts.
 SECTIONS = {
     README: {"recipes": recipes_table, "settings": settings_table, "versions": versions_table},
     ROOT / "docs" / "watch.md": {"health-rules": health_rules_table},
+    ROOT / "compose.yaml": {"train-services": compose_train_services},
+    ROOT / "compose.sim.yaml": {"train-services": compose_sim_train_services},
 }
 
 
 def render(text: str, sections: dict[str, Callable[[], str]], name: str = "README.md") -> str:
+    # Markdown marks a generated part with HTML comments, YAML with comment lines.
+    begin, end = ("  # ", "") if name.endswith((".yaml", ".yml")) else ("<!-- ", " -->")
     for key, fn in sections.items():
-        pattern = re.compile(rf"(<!-- BEGIN generated:{key} -->\n)(?:.*?\n)?(<!-- END generated:{key} -->)", re.S)
+        pattern = re.compile(
+            rf"({re.escape(begin)}BEGIN generated:{key}{re.escape(end)}\n)(?:.*?\n)?"
+            rf"({re.escape(begin)}END generated:{key}{re.escape(end)})",
+            re.S,
+        )
         if not pattern.search(text):
             raise SystemExit(f"{name} has no generated:{key} markers")
         text = pattern.sub(lambda mt, fn=fn: mt.group(1) + fn() + "\n" + mt.group(2), text)
@@ -108,7 +131,7 @@ def main() -> int:
         if stale:
             print(f"{', '.join(map(str, stale))} out of date: run `make docs` and commit", file=sys.stderr)
             return 1
-        print("README.md and docs/ tables match recipes, settings, versions manifest and health rules")
+        print("the generated parts of README.md, docs/ and the compose files match their sources")
     return 0
 
 

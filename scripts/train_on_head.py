@@ -19,8 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from verl_recipe.recipes import recipe_names, service_name
+
 REPO = Path(__file__).resolve().parents[1]
-RECIPES = REPO / "entrypoints" / "verl_recipe" / "recipes"
 # A host (DNS name or IP address) or user name: never an ssh option, never words for a shell.
 SSH_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
 
@@ -31,10 +32,8 @@ def fail(msg: str) -> int:
 
 
 def service_of(recipe: str) -> str | None:
-    """qwen3.5-397b -> train-397b (compose.yaml names one service per recipe)."""
-    if not (RECIPES / f"{recipe}.yaml").is_file() or recipe.startswith("_"):
-        return None
-    return "train-" + recipe.removeprefix("qwen3.5-")
+    """The recipe's compose service (recipes.service_name: compose.yaml has one per recipe), None for no recipe."""
+    return service_name(recipe) if recipe in recipe_names() else None
 
 
 def inventory(path: str) -> dict:
@@ -86,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     service = service_of(ns.recipe)
     if service is None:
-        names = sorted(p.stem for p in RECIPES.glob("qwen*.yaml"))
+        names = recipe_names()
         return fail(f"RECIPE={ns.recipe} is not a recipe; fix: use one of {', '.join(names)}")
     inv_path = Path(ns.inventory)
     inv_abs = inv_path if inv_path.is_absolute() else REPO / "ansible" / inv_path

@@ -48,6 +48,16 @@ def recipe_names(recipe_dir: Path = RECIPE_DIR) -> list[str]:
     return sorted(p.stem for p in recipe_dir.glob("*.yaml") if not p.name.startswith("_"))
 
 
+SERVICE_PREFIX = "train-"
+MODEL_FAMILY = "qwen3.5-"
+
+
+def service_name(recipe: str) -> str:
+    """The compose service that runs a recipe's launch: qwen3.5-397b -> train-397b (make docs writes the train-*
+    services of compose.yaml and compose.sim.yaml from the recipes)."""
+    return SERVICE_PREFIX + recipe.removeprefix(MODEL_FAMILY)
+
+
 def _load_yaml(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):

@@ -19,20 +19,12 @@ import yaml
 from verl_recipe import doctor
 from verl_recipe.cli import main as cli_main
 from verl_recipe.cluster.raynode import NodeError, auth_problem, read_token, require_token_auth
+from verl_recipe.recipes import recipe_names, service_name
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "ansible" / "roles" / "ray_node"
 TOKEN = "a" * 64
-SERVICES = {
-    "ray-head",
-    "ray-worker",
-    "train-35b-fsdp",
-    "train-35b",
-    "train-122b",
-    "train-397b",
-    "doctor",
-    "prepare-data",
-}
+SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", *(service_name(r) for r in recipe_names())}
 
 
 @pytest.fixture

@@ -9,24 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
+from verl_recipe.recipes import recipe_names, service_name
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = {
-    "ray-head",
-    "ray-worker",
-    "train-35b-fsdp",
-    "train-35b",
-    "train-122b",
-    "train-397b",
-    "doctor",
-    "prepare-data",
-}
-TRAIN = {
-    "train-35b-fsdp": "qwen3.5-35b-fsdp",
-    "train-35b": "qwen3.5-35b",
-    "train-122b": "qwen3.5-122b",
-    "train-397b": "qwen3.5-397b",
-}
+# One train-* service per recipe (recipes.service_name; make docs writes them), beside the node and tool services.
+TRAIN = {service_name(r): r for r in recipe_names()}
+SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", *TRAIN}
 
 
 def compose_bin() -> str:
