@@ -13,8 +13,9 @@ RECIPES = recipe_names()
 MM_KEY = "actor_rollout_ref.rollout.engine_kwargs.vllm.mm_processor_cache_gb"
 
 
-def test_all_four_recipes_exist() -> None:
-    assert RECIPES == ["qwen3.5-122b", "qwen3.5-35b", "qwen3.5-35b-fsdp", "qwen3.5-397b"]
+def test_the_products_four_recipes_exist() -> None:
+    # the three commands of the product name these; a new model size adds a recipe beside them
+    assert {"qwen3.5-122b", "qwen3.5-35b", "qwen3.5-35b-fsdp", "qwen3.5-397b"} <= set(RECIPES)
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
