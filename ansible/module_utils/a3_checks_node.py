@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from ansible.module_utils.a3_host import Check, Host, check, read
+from ansible.module_utils.a3_host import Host, PreflightRow, check, read
 from ansible.module_utils.a3_parse import (
     as_int,
     firewall_blocks,
@@ -30,7 +30,7 @@ from ansible.module_utils.a3facts import (
 )
 
 
-def platform_checks(p: dict[str, Any]) -> list[Check]:
+def platform_checks(p: dict[str, Any]) -> list[PreflightRow]:
     arch = os.uname().machine
     rel = os_release(read(p["os_release_file"]) or "")
     shown = f"{rel.get('ID', 'unknown')} {rel.get('VERSION_ID', '')} ({rel.get('VERSION', '')})"
@@ -49,7 +49,7 @@ def platform_checks(p: dict[str, Any]) -> list[Check]:
     ]
 
 
-def memory_check(p: dict[str, Any]) -> Check:
+def memory_check(p: dict[str, Any]) -> PreflightRow:
     meminfo = parse_colon(read(p["meminfo_file"]) or "")
     want = p["min_host_ram_gib"]
     raw = meminfo.get("memtotal")
@@ -74,7 +74,7 @@ def memory_check(p: dict[str, Any]) -> Check:
     )
 
 
-def nic_check(p: dict[str, Any], host: Host) -> Check:
+def nic_check(p: dict[str, Any], host: Host) -> PreflightRow:
     ip_tool = host.tool("ip")
     ip, nic = p["cluster_ip"], p["cluster_nic"]
     if not ip_tool:
@@ -101,7 +101,7 @@ def nic_check(p: dict[str, Any], host: Host) -> Check:
     )
 
 
-def firewall_check(p: dict[str, Any], host: Host) -> Check:
+def firewall_check(p: dict[str, Any], host: Host) -> PreflightRow:
     """Gloo, verl's MASTER_PORT and vLLM's distributed init listen on ephemeral ports: the other cluster hosts
     must reach every port. firewalld and ufw are fine (the OS settings play trusts the cluster addresses there);
     other iptables rules that drop them are not something deploy.yml changes."""
@@ -146,7 +146,7 @@ def firewall_check(p: dict[str, Any], host: Host) -> Check:
     )
 
 
-def version_checks(p: dict[str, Any]) -> tuple[list[Check], dict[str, str]]:
+def version_checks(p: dict[str, Any]) -> tuple[list[PreflightRow], dict[str, str]]:
     """Installed driver and firmware (version.info) against the minimum; returns the installed versions too."""
     out = []
     want = p["hdk_min"]
@@ -184,7 +184,7 @@ def version_checks(p: dict[str, Any]) -> tuple[list[Check], dict[str, str]]:
     return out, installed
 
 
-def device_node_checks(p: dict[str, Any]) -> list[Check]:
+def device_node_checks(p: dict[str, Any]) -> list[PreflightRow]:
     wanted = [f"/dev/davinci{i}" for i in range(p["expected_dies"])]
     wanted += ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
     missing = [w for w in wanted if not os.path.exists(w)]
@@ -202,8 +202,8 @@ def device_node_checks(p: dict[str, Any]) -> list[Check]:
     ]
 
 
-def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str, Any]]:
-    out: list[Check] = []
+def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[PreflightRow], dict[str, Any]]:
+    out: list[PreflightRow] = []
     info: dict[str, Any] = {"docker": False, "compose": False, "docker_root": "/var/lib/docker"}
     docker = host.tool("docker") or ""
     rc, text = host.run([docker, "version", "--format", "{{.Server.Version}}"]) if docker else (127, "docker not found")
@@ -244,7 +244,7 @@ def runtime_checks(p: dict[str, Any], host: Host) -> tuple[list[Check], dict[str
     return out, info
 
 
-def default_runtime_check(rc: int, text: str, host: Host) -> Check:
+def default_runtime_check(rc: int, text: str, host: Host) -> PreflightRow:
     """The recipe hands devices to its containers itself (compose.yaml `devices:`) and sets no
     ASCEND_VISIBLE_DEVICES, so the Ascend Docker Runtime adds nothing (its hook acts only on that variable). What
     can still break is a daemon whose default runtime names a binary that is gone: every container start fails."""
@@ -282,8 +282,8 @@ def default_runtime_check(rc: int, text: str, host: Host) -> Check:
     )
 
 
-def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
-    out: list[Check] = []
+def storage_checks(p: dict[str, Any], docker_root: str) -> list[PreflightRow]:
+    out: list[PreflightRow] = []
     root = p["shared_root"].rstrip("/") or "/"
     mounts = parse_mountpoints(read("/proc/self/mountinfo") or "")
     out.append(
@@ -341,7 +341,7 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[Check]:
     return out
 
 
-def time_check(host: Host) -> tuple[Check | None, float]:
+def time_check(host: Host) -> tuple[PreflightRow | None, float]:
     """NTP status when the host can tell; otherwise None and the caller compares clocks with the control node."""
     stamp = time.time()
     tdc = host.tool("timedatectl")
@@ -370,7 +370,7 @@ def time_check(host: Host) -> tuple[Check | None, float]:
     return None, stamp
 
 
-def engine_limits(pid_file: str = "/var/run/docker.pid") -> tuple[dict[str, int], Check]:
+def engine_limits(pid_file: str = "/var/run/docker.pid") -> tuple[dict[str, int], PreflightRow]:
     """Hard limits of the running dockerd (containers cannot get more), else of this process, and the row that
     says which were read."""
     pid = as_int((read(pid_file) or "").strip())
@@ -393,7 +393,7 @@ def engine_limits(pid_file: str = "/var/run/docker.pid") -> tuple[dict[str, int]
     )
 
 
-def tool_output_check(host: Host) -> Check:
+def tool_output_check(host: Host) -> PreflightRow:
     """Every command's output is read as UTF-8; a byte that is not (a GBK locale's message, output cut
     mid-character) fails this row, naming the command, and the other rows read it with replacement characters."""
     return check(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ansible.module_utils.a3_host import Check, Host, check, read
+from ansible.module_utils.a3_host import Host, PreflightRow, check, read
 from ansible.module_utils.a3_parse import (
     as_int,
     first_line,
@@ -24,12 +24,12 @@ def _die_list(bad: dict[int, str]) -> str:
     return "; ".join(f"die {d}: {v}" for d, v in sorted(bad.items()))
 
 
-def npu_checks(p: dict[str, Any], host: Host, installed: dict[str, str]) -> tuple[list[Check], dict[str, Any]]:
+def npu_checks(p: dict[str, Any], host: Host, installed: dict[str, str]) -> tuple[list[PreflightRow], dict[str, Any]]:
     """Every device query, one after another: one `npu-smi info` (health and process table of all dies), `-m`
     (die -> NPU id/chip), `-t board` per NPU (running versions), hccn_tool per die, then the planned pings."""
     dies = p["expected_dies"]
     npu_smi, hccn = host.tool("npu-smi"), host.tool("hccn_tool")
-    out: list[Check] = []
+    out: list[PreflightRow] = []
     net: dict[str, Any] = {}
     if not npu_smi:
         for name in ("npu_map", "chip_health", "npu_occupancy", "running_versions"):
@@ -47,9 +47,9 @@ def npu_checks(p: dict[str, Any], host: Host, installed: dict[str, str]) -> tupl
     return out, net
 
 
-def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[str, str]) -> list[Check]:
+def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[str, str]) -> list[PreflightRow]:
     dies = p["expected_dies"]
-    out: list[Check] = []
+    out: list[PreflightRow] = []
     rc_m, text_m = host.query([npu_smi, "info", "-m"])
     chip_map = parse_chip_map(text_m) if rc_m == 0 else {}
     phys = sorted(chip_map.values())
@@ -159,7 +159,7 @@ def device_holders(p: dict[str, Any], host: Host) -> list[str]:
 
 def running_versions(
     p: dict[str, Any], host: Host, npu_smi: str, chip_map: dict[tuple[int, int], int], installed: dict[str, str]
-) -> Check:
+) -> PreflightRow:
     """`npu-smi info -t board -i <npu>` shows the driver and firmware that run now; after an upgrade without the
     reboot they differ from version.info (the installer's exit code 2 asks for the reboot)."""
     npus = sorted({n for n, _ in chip_map}) or list(range((p["expected_dies"] + 1) // 2))
@@ -200,7 +200,7 @@ def running_versions(
     )
 
 
-def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], dict[str, Any]]:
+def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[PreflightRow], dict[str, Any]]:
     dies = p["expected_dies"]
     ips = p["npu_ips"]
     conf_text = read(p["hccn_conf_file"])
@@ -344,7 +344,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Check], 
     return out, net
 
 
-def ping_check(p: dict[str, Any], host: Host, hccn: str, link_bad: dict[int, str]) -> Check:
+def ping_check(p: dict[str, Any], host: Host, hccn: str, link_bad: dict[int, str]) -> PreflightRow:
     plan = p["ping_plan"]
     bad: dict[int, str] = {}
     peers = set()

@@ -9,7 +9,8 @@ import subprocess
 import time
 from typing import Any
 
-Check = dict[str, Any]
+# One row of the preflight report: check, ok, status, dies, peers, found, expected, fix (check() builds it).
+PreflightRow = dict[str, Any]
 
 
 def check(
@@ -20,7 +21,7 @@ def check(
     fix: str,
     dies: list[int] | None = None,
     peers: list[str] | None = None,
-) -> Check:
+) -> PreflightRow:
     """One row: `dies` and `peers` name what the row is about (the failing dies, the hosts pinged)."""
     return {
         "check": name,

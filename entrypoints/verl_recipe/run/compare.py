@@ -53,7 +53,7 @@ class CompareError(Exception):
 
 
 @dataclass(frozen=True)
-class Check:
+class MetricRule:
     label: str
     keys: tuple[str, ...]  # verl's names, in order of preference: the first one both sides have is compared
     peak: bool  # the highest value over the window, else the mean
@@ -68,18 +68,18 @@ def checks(
     step_time_pct: float = STEP_TIME_RISE_PCT,
     reward: float = REWARD_SHIFT,
     probs_pct: float = PROBS_DIFF_CHANGE_PCT,
-) -> list[Check]:
+) -> list[MetricRule]:
     # Names as verl 0.8.0 writes them: the memory keys come from workers/engine_workers.py (prefixed "actor/" by
     # the trainer; the bare name is older verl's, which the anchor also accepts); host RAM is the fallback where the
     # device figures are absent. Throughput: trainer/ppo/metric_utils.py compute_throughout_metrics; step time and
     # reward: ray_trainer.py and metric_utils.py; probability difference: utils/debug/metrics.py.
     memory_keys = (*reversed(verl_metrics.DEVICE_MEM), *reversed(verl_metrics.HOST_MEM))
     return [
-        Check("peak memory (GB)", memory_keys, True, "rise", memory_gb, True),
-        Check("throughput (tokens/s/device)", (verl_metrics.THROUGHPUT,), False, "drop_pct", throughput_pct, True),
-        Check("step time (s)", (verl_metrics.STEP_S,), False, "rise_pct", step_time_pct, True),
-        Check("reward mean", (verl_metrics.REWARD,), False, "shift", reward, True),
-        Check("rollout/train probs diff", (verl_metrics.PROBS_DIFF,), False, "shift_pct", probs_pct, False),
+        MetricRule("peak memory (GB)", memory_keys, True, "rise", memory_gb, True),
+        MetricRule("throughput (tokens/s/device)", (verl_metrics.THROUGHPUT,), False, "drop_pct", throughput_pct, True),
+        MetricRule("step time (s)", (verl_metrics.STEP_S,), False, "rise_pct", step_time_pct, True),
+        MetricRule("reward mean", (verl_metrics.REWARD,), False, "shift", reward, True),
+        MetricRule("rollout/train probs diff", (verl_metrics.PROBS_DIFF,), False, "shift_pct", probs_pct, False),
     ]
 
 
@@ -202,7 +202,7 @@ def figure(steps: dict[int, dict[str, float]], used: list[int], key: str, peak: 
     return mean if math.isfinite(mean) else sum(v / len(values) for v in values)
 
 
-def figures(steps: dict[int, dict[str, float]], used: list[int], all_checks: list[Check]) -> dict[str, float]:
+def figures(steps: dict[int, dict[str, float]], used: list[int], all_checks: list[MetricRule]) -> dict[str, float]:
     """Every checked metric's figure over the steps used, by verl name (absent ones left out)."""
     out = {}
     for check in all_checks:
@@ -224,7 +224,7 @@ class Row:
     result: str  # "ok", "FAIL" or "skip"
 
 
-def _threshold_text(check: Check) -> str:
+def _threshold_text(check: MetricRule) -> str:
     return {
         "rise": f"<= +{check.limit:g}",
         "rise_pct": f"<= +{check.limit:g} %",
@@ -234,7 +234,7 @@ def _threshold_text(check: Check) -> str:
     }[check.rule]
 
 
-def judge(check: Check, base: float, run: float) -> tuple[str, bool]:
+def judge(check: MetricRule, base: float, run: float) -> tuple[str, bool]:
     """The change, as shown, and whether it is within the threshold."""
     diff = run - base
     if check.rule in ("rise", "shift"):
@@ -251,7 +251,7 @@ def judge(check: Check, base: float, run: float) -> tuple[str, bool]:
     return f"{pct:+.1f} %", within
 
 
-def _pick_key(check: Check, has_base: set[str], has_run: set[str]) -> str | None:
+def _pick_key(check: MetricRule, has_base: set[str], has_run: set[str]) -> str | None:
     for key in check.keys:
         if key in has_base and key in has_run:
             return key
@@ -261,7 +261,9 @@ def _pick_key(check: Check, has_base: set[str], has_run: set[str]) -> str | None
     return None
 
 
-def compare_sides(run: Side, base: Side, window: tuple[int, int], all_checks: list[Check]) -> tuple[list[Row], str]:
+def compare_sides(
+    run: Side, base: Side, window: tuple[int, int], all_checks: list[MetricRule]
+) -> tuple[list[Row], str]:
     """The table's rows and a note on the steps used. A metric missing from this run but in the baseline fails
     (it can no longer be checked); one in this run only is skipped (nothing to check it against)."""
     assert run.steps is not None
@@ -319,7 +321,7 @@ def render_table(rows: list[Row]) -> str:
     )
 
 
-def baseline_document(run: Side, window: tuple[int, int], all_checks: list[Check]) -> dict[str, Any]:
+def baseline_document(run: Side, window: tuple[int, int], all_checks: list[MetricRule]) -> dict[str, Any]:
     """What --save-baseline writes: the recipe, the steps, each metric's figure and where it came from."""
     assert run.steps is not None
     used, _note = choose_steps(run.steps, list(run.steps), window)
@@ -335,7 +337,7 @@ def baseline_document(run: Side, window: tuple[int, int], all_checks: list[Check
     }
 
 
-def refuse_unusable(doc: dict[str, Any], run: Side, target: Path, all_checks: list[Check]) -> None:
+def refuse_unusable(doc: dict[str, Any], run: Side, target: Path, all_checks: list[MetricRule]) -> None:
     """A baseline without a figure for a metric verl always logs is one no compare can use (comparing against it
     is bad input on that metric): refused, and nothing written."""
     for check in all_checks:

@@ -37,13 +37,13 @@ from .load import (
     load,
     report_meta,
 )
-from .model import Check, Model, Pair, build, die_entries, is_ping, row_status
+from .model import Model, PageCell, Pair, build, die_entries, is_ping, row_status
 from .page import CSS, MARK, SCRIPT, Page, main, page_line, page_path, render, write_page
 
 __all__ = [
     "ANY_DIE_WORD",
     "CSS",
-    "Check",
+    "PageCell",
     "ENTRY_DIE",
     "IPV4",
     "MARK",

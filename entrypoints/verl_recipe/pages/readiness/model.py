@@ -63,7 +63,7 @@ def is_ping(row: dict[str, Any]) -> bool:
 
 
 @dataclass
-class Check:
+class PageCell:
     """One row as the page shows it."""
 
     host: str
@@ -97,11 +97,11 @@ class Pair:
 class Model:
     hosts: list[str] = field(default_factory=list)
     dies: int = 0
-    die_checks: dict[tuple[str, int], list[tuple[Check, str]]] = field(default_factory=dict)
-    host_checks: dict[str, list[Check]] = field(default_factory=dict)
+    die_checks: dict[tuple[str, int], list[tuple[PageCell, str]]] = field(default_factory=dict)
+    host_checks: dict[str, list[PageCell]] = field(default_factory=dict)
     pairs: dict[tuple[str, str], Pair] = field(default_factory=dict)
     schedule_known: bool = False
-    failures: list[Check] = field(default_factory=list)
+    failures: list[PageCell] = field(default_factory=list)
     rehearsals: list[Source] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
     simulated: bool = False
@@ -252,7 +252,7 @@ def build(sources: list[Source]) -> Model:
         if s.kind != "preflight":
             continue
         for r in s.data["rows"]:
-            c = Check(
+            c = PageCell(
                 host=r["host"],
                 check=r["check"],
                 status=row_status(r),
@@ -277,14 +277,14 @@ def build(sources: list[Source]) -> Model:
             named = {d for d, _ in entries}
             for d, text in entries:
                 model.die_checks.setdefault((c.host, d), []).append((c, text))
-            ok = Check(c.host, c.check, "ok", "no problem on this die", c.expected, "", c.source)
+            ok = PageCell(c.host, c.check, "ok", "no problem on this die", c.expected, "", c.source)
             for d in range(model.dies):
                 if d not in named:
                     model.die_checks.setdefault((c.host, d), []).append((ok, ok.found))
     return model
 
 
-def _ping_row(model: Model, r: dict[str, Any], c: Check, owner: dict[str, tuple[str, int]]) -> None:
+def _ping_row(model: Model, r: dict[str, Any], c: PageCell, owner: dict[str, tuple[str, int]]) -> None:
     """A ping row: the peer (field `peer`, or the address or "(host die N)" note of each "die N: ..." entry) and
     whether its loss stands (failed row) or is explained by the target's own fault (passed row that says so)."""
     explicit_peer = r.get("peer")

@@ -17,7 +17,7 @@ from ..kit import BASE_CSS, utc_now, write_atomic
 from ..kit import esc as _e
 from ..kit import short as _short
 from .load import PAGE_SUFFIX, SEVERITY, ReportError, Source, load
-from .model import Check, Model, Pair, build
+from .model import Model, PageCell, Pair, build
 
 # -------------------------------------------------------------------------------------------------------- render
 
@@ -214,12 +214,12 @@ class Page:
             names += [c.check for c in m.host_checks.get(h, []) if c.check not in names]
         if not names:
             return ""
-        by_host: dict[str, dict[str, Check]] = {}
+        by_host: dict[str, dict[str, PageCell]] = {}
         for h in m.hosts:
             for hc in m.host_checks.get(h, []):
                 by_host.setdefault(h, {}).setdefault(hc.check, hc)
-        same: list[tuple[str, list[Check]]] = []
-        varying: list[tuple[str, list[Check]]] = []
+        same: list[tuple[str, list[PageCell]]] = []
+        varying: list[tuple[str, list[PageCell]]] = []
         for n in names:
             found = [by_host[h][n] for h in m.hosts if n in by_host.get(h, {})]
             uniform = all(c.status in ("ok", "skip") and c.found == found[0].found for c in found)
