@@ -8,6 +8,7 @@ versions manifest, the health rules. Each part sits between `<!-- BEGIN generate
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 from collections.abc import Callable
@@ -91,10 +92,23 @@ def compose_sim_train_services() -> str:
     return "\n".join(f"  {service_name(name)}: *sim-node" for name in recipe_names())
 
 
+def _fault_table() -> str:
+    """docs/simulated-cluster.md's fault table, from the simulated host's own table (a script of the host's image,
+    not a package: loaded by its path)."""
+    path = ROOT / "docker" / "sim-host" / "tools" / "simfaulttable.py"
+    spec = importlib.util.spec_from_file_location("verl_recipe_sim_faulttable", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return str(module.markdown_table())
+
+
 # File -> its generated parts.
 SECTIONS = {
     README: {"recipes": recipes_table, "settings": settings_table, "versions": versions_table},
     ROOT / "docs" / "watch.md": {"health-rules": health_rules_table},
+    ROOT / "docs" / "simulated-cluster.md": {"faults": _fault_table},
     ROOT / "compose.yaml": {"train-services": compose_train_services},
     ROOT / "compose.sim.yaml": {"train-services": compose_sim_train_services},
 }

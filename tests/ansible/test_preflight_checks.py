@@ -18,13 +18,16 @@ from typing import Any
 import pytest
 
 from tests.ansible.helpers import load_plugin, preflight_module
-from tests.sim.helpers import TOOLS, HostState, simctl, simfaults, simhccn, simhostview
+from tests.sim.helpers import TOOLS, HostState, simctl, simfaults, simfaulttable, simhccn, simhostview
 
 pre = preflight_module()
 act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
 
+ROOT = Path(__file__).resolve().parents[2]
 DIES = 4  # per simulated host in these tests (a real A3 host has 16)
+# fault kind -> the preflight rows the simulated host's fault table says it fails
+TRIPS = {kind: spec.trips for spec in simfaulttable.FAULTS for kind in spec.kinds}
 NPU_ROWS = {
     "npu_map",
     "chip_health",
@@ -179,6 +182,8 @@ def test_each_fault_trips_its_row(
     rows, _, _ = run_npu(net, monkeypatch, tmp_path, faults, peer_faults)
     bad = failed(rows)
     assert row in bad and found in bad[row], bad
+    for fault in faults:  # the fault table names the row this host's fault is made to fail
+        assert row in TRIPS[fault.partition(":")[0]], (fault, row)
     assert rows[row]["dies"] == dies and rows[row]["status"] == "failed" and rows[row]["fix"]
     # the fault trips its own row (and the pings that cross the same die), nothing else
     allowed = {row, "npu_ping"} | (
@@ -445,3 +450,31 @@ def test_default_runtime_binary_must_exist(tmp_path: Path) -> None:
     present.write_text("")
     row = pre.default_runtime_check(0, f'ascend|{{"ascend":{{"path":"{present}"}}}}', host)
     assert row["ok"]
+
+
+def test_the_fault_table_names_real_rows_and_every_fault_it_lists_parses() -> None:
+    """Each `trips` of the fault table is a row the preflight writes, and each form it lists is a fault parse_fault
+    takes (with an example argument); the grammar's sets are the table's."""
+    import ast
+    import re
+
+    rows = {"ssh"}  # the report plugin's row for a host it cannot reach; the others are the module's strings
+    for part in (ROOT / "ansible" / "module_utils").glob("a3_*.py"):
+        tree = ast.parse(part.read_text())
+        rows |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    for spec in simfaulttable.FAULTS:
+        assert set(spec.trips) <= rows, (spec.kinds, set(spec.trips) - rows)
+    example = {
+        "die": "3",
+        "1-15": "3",
+        "host": "a3-02",
+        "release": "ubuntu-24.04",
+        "machine": "aarch64",
+        "seconds": "300",
+    }
+    for spec in simfaulttable.FAULTS:
+        for form in spec.forms:
+            kind, _, arg = re.sub(r"\[.*\]", "", form).partition(":")  # an optional part left out
+            value = example[arg.strip("<>").split("|")[0]] if arg.startswith("<") else arg
+            assert simfaults.parse_fault(f"{kind}:{value}" if value else kind).kind == kind, form
+    assert simfaulttable.kinds_of(simfaulttable.DIE) == simfaults.DIE_FAULTS

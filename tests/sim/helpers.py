@@ -20,11 +20,13 @@ if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 simstate = importlib.import_module("simstate")
 simfaults = importlib.import_module("simfaults")
+simfaulttable = importlib.import_module("simfaulttable")
 simhostview = importlib.import_module("simhostview")
 simnpusmi = importlib.import_module("simnpusmi")
 simhccn = importlib.import_module("simhccn")
 simservices = importlib.import_module("simservices")
-__all__ = ["FIXTURES", "TOOLS", "HostState", "simctl", "simfaults", "simhccn", "simhostview", "simnpusmi",
+__all__ = ["FIXTURES", "TOOLS", "HostState", "simctl", "simfaults", "simfaulttable", "simhccn", "simhostview",
+           "simnpusmi",
            "simservices", "simstate"]  # fmt: skip
 
 

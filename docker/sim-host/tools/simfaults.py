@@ -10,38 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import a3facts
+from simfaulttable import DIE, FLAG, SINGLE, fault_help, kinds_of
 from simstate import CONTROL_NODES, DIES, SimError, host_entry, read_fault_specs
 
-DIE_FAULTS = {
-    "health-warning",
-    "health-alarm",
-    "health-critical",
-    "link-down",
-    "ip-missing",
-    "net-health",
-    # a process of another job holds the die (npu-smi's process table lists it)
-    "npu-busy",
-    # /etc/hccn.conf names an old address for the die; the device keeps the one it was given
-    "hccn-drift",
-    # the die's gateway (hccn.conf and device) lies outside its own subnet
-    "gateway-wrong",
-    # the die's virtual NIC (HCCS inside a SuperPoD) is DOWN; its RoCE NIC is untouched
-    "vnic-down",
-}
-# tls-on: the TLS switch of every die is 1 (the other hosts keep 0); not-rebooted: the HDK packages on disk are
-# new, the running driver and firmware the old ones; nic-moved: the cluster address is not on the named NIC;
-# firewall: the host drops new TCP connections from the other cluster hosts except SSH and a fixed port list.
-FLAG_FAULTS = {"no-docker", "no-shared", "tls-on", "not-rebooted", "nic-moved", "firewall"}
+# The faults' grammar, from the one table of them (simfaulttable.py: forms, the rows each trips, effects).
+DIE_FAULTS = kinds_of(DIE)
+FLAG_FAULTS = kinds_of(FLAG)
 # Faults that hold one value per host: switching one on again replaces the value.
-SINGLE_FAULTS = {"dies", "driver-old", "firmware-old", "clock-skew", "low-disk", "arch", "os", "low-ram"}
-FAULT_HELP = (
-    "dev-missing:<die|davinci_manager|devmm_svm|hisi_hdc>, dies:<1-15>, health-warning:<die>, health-alarm:<die>, "
-    "health-critical:<die>, link-down:<die>, ip-missing:<die>, net-health:<die>, npu-busy:<die>, "
-    "hccn-drift:<die>, gateway-wrong:<die>, vnic-down:<die>, ping-loss:<host>[:<die>], hccs-loss:<host>[:<die>], "
-    "tls-on, not-rebooted, nic-moved, firewall, os:<release>, low-ram[:<GiB>], driver-old[:<version>], "
-    "firmware-old[:<version>], no-docker, no-shared, clock-skew:<seconds>, low-disk[:<MiB free>], arch:<machine>, "
-    "down, down:ssh, clear"
-)
+SINGLE_FAULTS = kinds_of(SINGLE)
+FAULT_HELP = fault_help()
 # /etc/os-release of releases a site may run, in the layout their vendors ship (keys trimmed to the ones read).
 # openEuler keeps the service pack in VERSION only; Ubuntu 24.04 is not on ascend-deployer 26.0.0's A3 list.
 OS_RELEASES = {
