@@ -15,8 +15,18 @@ from .recipes import Recipe, merge_hydra
 from .secretfiles import HOOK_KEY as SECRET_HOOK_KEY
 from .secretfiles import SECRET_FILES_ENV, SETUP_HOOK
 from .secretfiles import encode as encode_secret_files
-from .settings import BY_NAME
-from .settingtypes import AS_IS, DEVICE_NAME, EXPERIMENT_DIR, FILES, LIST, ZERO_IS_NULL, Setting, SettingsError
+from .settings import BY_NAME, SETTINGS
+from .settingtypes import (
+    AS_IS,
+    DEVICE_NAME,
+    EXPERIMENT_DIR,
+    FILES,
+    LIST,
+    WHILE_WORKAROUND,
+    ZERO_IS_NULL,
+    Setting,
+    SettingsError,
+)
 from .workarounds import mm_cache_rule_active
 
 ENTRY = ["python3", "-m", "verl.trainer.main_ppo"]
@@ -71,54 +81,11 @@ FORMS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 }
 
 
-# The order a launch lists the settings' Hydra keys in (the table's own order is README's): kept from one release
-# to the next so that launches diff cleanly. tests/unit/test_settings_table.py checks that it names every
-# rendered setting once.
-RENDER_ORDER = (
-    "DEVICE",
-    "NNODES",
-    "NDEVICES_PER_NODE",
-    "TRAIN_FILES",
-    "VAL_FILES",
-    "TRAIN_BATCH_SIZE",
-    "MAX_PROMPT_LENGTH",
-    "MAX_RESPONSE_LENGTH",
-    "MODEL_PATH",
-    "LR",
-    "PPO_MINI_BATCH_SIZE",
-    "PPO_MICRO_BATCH_SIZE_PER_GPU",
-    "GEN_TP",
-    "GEN_DP",
-    "GEN_EP",
-    "GEN_MEM_UTIL",
-    "ROLLOUT_N",
-    "LOG_PROB_MICRO_BATCH_SIZE_PER_GPU",
-    "LOGGER",
-    "PROJECT_NAME",
-    "EXPERIMENT_NAME",
-    "SAVE_FREQ",
-    "TEST_FREQ",
-    "TOTAL_EPOCHS",
-    "TOTAL_TRAINING_STEPS",
-    "VAL_BEFORE_TRAIN",
-    "CKPT_DIR",
-    "RESUME_MODE",
-    "RAY_ADDRESS",
-    "TP",
-    "PP",
-    "CP",
-    "EP",
-    "ETP",
-    "VPP",
-    "PPO_MAX_TOKEN_LEN_PER_GPU",
-    "FSDP_SIZE",
-    "SP_SIZE",
-)
-
-
 def rendered_settings(engine: str) -> list[Setting]:
-    """The settings whose Hydra keys a launch on this engine always carries, in RENDER_ORDER."""
-    return [BY_NAME[name] for name in RENDER_ORDER if engine in BY_NAME[name].engines]
+    """The settings whose Hydra keys a launch on this engine always carries, in the table's order (the order of
+    their overrides in argv)."""
+    # MM_PROCESSOR_CACHE_GB (while the workaround is needed) is rendered by render() itself, when its rule holds.
+    return [s for s in SETTINGS if not s.not_rendered and s.form != WHILE_WORKAROUND and engine in s.engines]
 
 
 def settings_overrides(recipe: Recipe, values: dict[str, Any]) -> dict[str, Any]:

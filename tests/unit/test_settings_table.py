@@ -13,7 +13,7 @@ from verl_recipe.checks import domains
 from verl_recipe.checks.context import Context
 from verl_recipe.hydra_syntax import bare_key
 from verl_recipe.recipes import recipe_names
-from verl_recipe.render import FORMS, RENDER_ORDER, render, settings_overrides
+from verl_recipe.render import FORMS, render, rendered_settings, settings_overrides
 from verl_recipe.resolve import Request, resolve
 from verl_recipe.settings import SETTINGS
 from verl_recipe.settingtypes import ENGINES, WHILE_WORKAROUND
@@ -32,10 +32,12 @@ def test_every_numeric_setting_has_a_domain_and_every_form_a_formatter() -> None
     assert not [s.name for s in SETTINGS if s.optional and s.kind not in ("int", "float")]
 
 
-def test_render_order_names_every_rendered_setting_once() -> None:
-    rendered = [s.name for s in SETTINGS if s.hydra and s.form in FORMS]
-    assert sorted(RENDER_ORDER) == sorted(rendered)
-    assert len(set(RENDER_ORDER)) == len(RENDER_ORDER)
+def test_a_launch_lists_the_settings_in_the_tables_order() -> None:
+    """The table's row order is the order of a launch's overrides (no second list to keep equal): every setting
+    with Hydra keys and a formatter is rendered, in the table's order, on each engine it applies to."""
+    for engine in ENGINES:
+        want = [s.name for s in SETTINGS if s.hydra and s.form in FORMS and engine in s.engines]
+        assert [s.name for s in rendered_settings(engine)] == want
 
 
 @pytest.mark.parametrize("engine", ENGINES)
