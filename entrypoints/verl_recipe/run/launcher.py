@@ -10,7 +10,7 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
 from ..contracts import runfiles
@@ -49,6 +49,167 @@ def end_of_simulation(launch: Launch, resolved: Resolved, extra_info: dict[str, 
     return exit_code
 
 
+# verl gets this long to stop its Ray job after SIGTERM (a lost node, a health rule that stops the run) before a kill.
+STOP_GRACE_S = 60.0
+
+
+class RunSupervisor:
+    """One run of verl, from the run record to the diagnosis: verl's process with its output teed into train.log,
+    the lost-node watch and the health rules over verl's metric stream (each may stop verl), the progress line, the
+    end of the record, the diagnosis of a failed run and the run page.
+
+    `members`: the joined nodes (clusterwait.NodeView) the run needs; one that is lost ends the run with exit 3 and
+    its name in the run record, instead of verl hanging in a collective until its own timeout."""
+
+    def __init__(
+        self,
+        launch: Launch,
+        resolved: Resolved,
+        extra_info: dict[str, Any] | None = None,
+        members: list[Any] | None = None,
+        every_s: float = 5.0,
+        watch: NodeWatch | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.members = members or []
+        self.every_s, self.watch = every_s, watch
+        self.run_dir = new_run_dir(resolved)
+        # verl's own metric stream (its "file" logger) goes into the run record: the progress line and the watch read
+        # it.
+        self.launch = with_env(launch, {METRICS_ENV: str(self.run_dir / METRICS_FILE)})
+        self.run_dir = write_run_record(self.run_dir, self.launch, resolved, extra_info or {})
+        self.log_path = self.run_dir / runfiles.LOG
+        self.show = os.environ.get(SHOW_VERL_ENV) == "1"
+        self.lost: list[dict[str, Any]] = []
+        self.stopped: list[Alert] = []
+        self.resumed: list[int] = []
+        total = int(resolved.values.get("TOTAL_TRAINING_STEPS") or 0) or None
+        # The simulated cluster's CPU ranks have no device memory to show: host RAM instead (the line says which).
+        self.progress = Progress(total, host_memory=resolved.values.get("DEVICE") == "cpu")
+        host_gib = float(resolved.values.get("HOST_MEM_GIB") or 0) or host_mem_total_gb()
+        self.health = Health(
+            Thresholds.from_values(resolved.values),
+            self.run_dir,
+            host_total_gb=host_gib,
+            total_steps=total,
+            emit=self.on_alert,
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: BinaryIO | None = None
+
+    # ---- what stops verl
+
+    def _say(self, line: str) -> None:
+        """One line on stderr and in train.log."""
+        sys.stderr.write(line + "\n")
+        if self.log is not None:
+            self.log.write(f"{line}\n".encode())
+            self.log.flush()
+
+    def stop_verl(self) -> None:
+        """SIGTERM, so that verl stops its Ray job; a kill after STOP_GRACE_S if it has not ended."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        timer = threading.Timer(STOP_GRACE_S, self._kill_if_running)
+        timer.daemon = True
+        timer.start()
+
+    def _kill_if_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def _forward(self, signum: int, _frame: FrameType | None) -> None:
+        # Ctrl-C or a stop: let verl shut its Ray job down cleanly; the exit code is reported at the end.
+        if self.proc is not None:
+            self.proc.send_signal(signum)
+
+    def on_loss(self, losses: list[Loss]) -> None:
+        """The lost-node watch named nodes: recorded at once, then verl is stopped (it cannot finish without them)."""
+        self.lost.extend(x.as_dict() for x in losses)
+        record_lost(self.run_dir, self.lost)
+        self._say(f"error: {lost_line(losses, 'during the run')}")
+        self.stop_verl()
+
+    def on_alert(self, alert: Alert) -> None:
+        """A health rule fired (run/health.py): one line as it happens, kept in alerts.json and in train.log; a rule
+        HEALTH_STOP names stops verl (a step read after verl ended stops nothing)."""
+        self._say(alert.line)
+        if alert.stops_run and not self.stopped and self.proc is not None and self.proc.poll() is None:
+            self.stopped.append(alert)
+            self.stop_verl()
+
+    # ---- what verl writes
+
+    def on_step(self, rec: dict[str, Any]) -> None:
+        print(self.progress.line(rec), flush=True)
+        self.health.on_record(rec)
+        refresh_run_page(self.run_dir)
+
+    def on_output(self, chunk: bytes) -> None:
+        assert self.log is not None
+        self.log.write(chunk)
+        self.log.flush()
+        step = resumed_step(chunk)
+        if step is not None and not self.resumed:
+            self.resumed.append(step)
+            record_resume(self.run_dir, step)
+            print(f"resumed from step {step} (verl: {chunk.decode(errors='replace').strip()})", flush=True)
+        if self.show:
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+
+    # ---- the run
+
+    def run(self) -> int:
+        print(f"run record: {self.run_dir}", file=sys.stderr)
+        env = {**os.environ, **self.launch.env}
+        with open(self.log_path, "ab") as log:
+            self.log = log
+            self.proc = subprocess.Popen(self.launch.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._forward)
+            print(
+                f"verl's whole output: {self.log_path}"
+                + ("" if self.show else f" (shown here too with {SHOW_VERL_ENV}=1)"),
+                file=sys.stderr,
+                flush=True,
+            )
+            stdout = self.proc.stdout
+            assert stdout is not None
+            tail = MetricTail(self.run_dir / METRICS_FILE, self.on_step, on_poll=self.health.tick)
+            with RunWatch(self.members, self.on_loss, every_s=self.every_s, watch=self.watch), tail:
+                for chunk in iter(stdout.readline, b""):
+                    self.on_output(chunk)
+                verl_rc = self.proc.wait()
+            self.log = None
+        return self.finish(verl_rc)
+
+    def finish(self, verl_rc: int) -> int:
+        """The end of the record, the last lines of a failed run, its diagnosis, and the run page."""
+        rc = EXIT_NOT_READY if self.lost else EXIT_HEALTH if self.stopped else verl_rc
+        record_end(self.run_dir, rc, self.lost, verl_rc, asdict(self.stopped[0]) if self.stopped else None)
+        if rc and not self.show:
+            sys.stderr.write(f"last lines of {self.log_path}:\n{last_lines(self.log_path, 30)}")
+        outcome = self.run_dir / runfiles.OUTCOME
+        print(f"launch exited with {rc}; log: {self.log_path}; record: {outcome}", file=sys.stderr)
+        last = ""
+        if rc:
+            # A failed run diagnoses itself (diagnosis.json beside outcome.json); its first finding is the last line.
+            try:
+                finding = write_diagnosis(self.run_dir)
+            except OSError as exc:
+                last = f"diagnosis: not written ({exc.strerror}); run `verl-recipe diagnose {self.run_dir}`"
+            else:
+                none = f"diagnosis: no known failure signature ({self.run_dir / runfiles.DIAGNOSIS})"
+                last = finding.one_line() if finding else none
+        page = refresh_run_page(self.run_dir)  # after the diagnosis, which the page shows
+        if page is not None:
+            print(f"run page: {page.resolve().as_uri()}", file=sys.stderr)
+        if last:
+            print(last, file=sys.stderr)
+        return rc
+
+
 def run_launch(
     launch: Launch,
     resolved: Resolved,
@@ -57,110 +218,9 @@ def run_launch(
     every_s: float = 5.0,
     watch: NodeWatch | None = None,
 ) -> int:
-    """`members`: the joined nodes (clusterwait.NodeView) the run needs; one that is lost ends the run with exit 3
-    and its name in the run record, instead of verl hanging in a collective until its own timeout."""
-    run_dir = new_run_dir(resolved)
-    # verl's own metric stream (its "file" logger) goes into the run record: the progress line and the watch read it.
-    launch = with_env(launch, {METRICS_ENV: str(run_dir / METRICS_FILE)})
-    run_dir = write_run_record(run_dir, launch, resolved, extra_info or {})
-    log_path = run_dir / runfiles.LOG
-    resumed: list[int] = []
-    print(f"run record: {run_dir}", file=sys.stderr)
-    env = {**os.environ, **launch.env}
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(launch.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-        def forward(signum: int, _frame: FrameType | None) -> None:
-            # Let verl shut its Ray job down cleanly; the exit code is reported below.
-            proc.send_signal(signum)
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, forward)
-        lost: list[dict[str, Any]] = []
-
-        def on_loss(losses: list[Loss]) -> None:
-            lost.extend(x.as_dict() for x in losses)
-            record_lost(run_dir, lost)
-            line = f"error: {lost_line(losses, 'during the run')}\n"
-            sys.stderr.write(line)
-            log.write(line.encode())
-            log.flush()
-            proc.send_signal(signal.SIGTERM)  # verl cannot finish without the node; let it stop its Ray job
-            timer = threading.Timer(60.0, kill_if_running)
-            timer.daemon = True
-            timer.start()
-
-        def kill_if_running() -> None:
-            if proc.poll() is None:
-                proc.kill()
-
-        stopped: list[Alert] = []
-
-        def on_alert(alert: Alert) -> None:
-            # The health rules (health.py): one line as it happens, kept in alerts.json and in train.log.
-            sys.stderr.write(alert.line + "\n")
-            log.write(f"{alert.line}\n".encode())
-            log.flush()
-            if alert.stops_run and not stopped and proc.poll() is None:  # a step read after verl ended stops nothing
-                stopped.append(alert)
-                proc.send_signal(signal.SIGTERM)
-                timer = threading.Timer(60.0, kill_if_running)
-                timer.daemon = True
-                timer.start()
-
-        def on_step(rec: dict[str, Any]) -> None:
-            print(progress.line(rec), flush=True)
-            health.on_record(rec)
-            refresh_run_page(run_dir)
-
-        assert proc.stdout is not None
-        total = int(resolved.values.get("TOTAL_TRAINING_STEPS") or 0) or None
-        # The simulated cluster's CPU ranks have no device memory to show: host RAM instead (the line says which).
-        progress = Progress(total, host_memory=resolved.values.get("DEVICE") == "cpu")
-        host_gib = float(resolved.values.get("HOST_MEM_GIB") or 0) or host_mem_total_gb()
-        thresholds = Thresholds.from_values(resolved.values)
-        health = Health(thresholds, run_dir, host_total_gb=host_gib, total_steps=total, emit=on_alert)
-        show = os.environ.get(SHOW_VERL_ENV) == "1"
-        print(
-            f"verl's whole output: {log_path}" + ("" if show else f" (shown here too with {SHOW_VERL_ENV}=1)"),
-            file=sys.stderr,
-            flush=True,
-        )
-        tail = MetricTail(run_dir / METRICS_FILE, on_step, on_poll=health.tick)
-        with RunWatch(members or [], on_loss, every_s=every_s, watch=watch), tail:
-            for chunk in iter(lambda: proc.stdout.readline(), b""):  # type: ignore[union-attr]
-                log.write(chunk)
-                log.flush()
-                step = resumed_step(chunk)
-                if step is not None and not resumed:
-                    resumed.append(step)
-                    record_resume(run_dir, step)
-                    print(f"resumed from step {step} (verl: {chunk.decode(errors='replace').strip()})", flush=True)
-                if show:
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.flush()
-            verl_rc = proc.wait()
-    rc = EXIT_NOT_READY if lost else EXIT_HEALTH if stopped else verl_rc
-    record_end(run_dir, rc, lost, verl_rc, asdict(stopped[0]) if stopped else None)
-    if rc and not show:
-        sys.stderr.write(f"last lines of {log_path}:\n{last_lines(log_path, 30)}")
-    print(f"launch exited with {rc}; log: {log_path}; record: {run_dir / 'outcome.json'}", file=sys.stderr)
-    last = ""
-    if rc:
-        # A failed run diagnoses itself (diagnosis.json beside outcome.json); its first finding is the last line.
-        try:
-            finding = write_diagnosis(run_dir)
-        except OSError as exc:
-            last = f"diagnosis: not written ({exc.strerror}); run `verl-recipe diagnose {run_dir}`"
-        else:
-            none = f"diagnosis: no known failure signature ({run_dir / 'diagnosis.json'})"
-            last = finding.one_line() if finding else none
-    page = refresh_run_page(run_dir)  # after the diagnosis, which the page shows
-    if page is not None:
-        print(f"run page: {page.resolve().as_uri()}", file=sys.stderr)
-    if last:
-        print(last, file=sys.stderr)
-    return rc
+    """Run a validated launch under a RunSupervisor; its exit code (3: a node lost, 5: a health rule stopped it,
+    else verl's)."""
+    return RunSupervisor(launch, resolved, extra_info, members, every_s, watch).run()
 
 
 def refresh_run_page(run_dir: Path) -> Path | None:
