@@ -107,6 +107,7 @@ def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[
             "Health OK on every die (`npu-smi info`)",
             "see `npu-smi info -t health -i <npu> -c <chip>` for the error code; reset or replace the module",
             dies=list(health_bad),
+            entries=health_bad,
         )
     )
     busy: dict[int, str] = {}
@@ -127,6 +128,7 @@ def npu_smi_checks(p: dict[str, Any], host: Host, npu_smi: str, installed: dict[
             "a previous job still holds the dies (-8005 dcmi init / -8020 device is used / EJ0001 on the next "
             "start): stop it (`docker ps`, `kill <pid>`), or wait for it to end",
             dies=list(busy),
+            entries=busy,
         )
     )
     out.append(running_versions(p, host, npu_smi, chip_map, installed))
@@ -272,6 +274,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "link status UP on every die",
             "check the cable/optics and switch port of the listed dies (`hccn_tool -i <die> -link -g`, `-lldp -g`)",
             dies=list(link_bad),
+            entries=link_bad,
         ),
         check(
             "npu_ip",
@@ -280,6 +283,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "hccn address = inventory a3_npu_ips",
             "configure /etc/hccn.conf address_<die> and run `hccn_tool -a -cfg recovery`, or fix a3_npu_ips",
             dies=list(ip_bad),
+            entries=ip_bad,
         ),
         check(
             "hccn_conf",
@@ -291,6 +295,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "correct /etc/hccn.conf (ascend-deployer writes it) and run `hccn_tool -a -cfg recovery`; a stale "
             "address_N makes that NPU unreachable after the next recovery or reboot",
             dies=list(conf_bad),
+            entries=conf_bad,
         ),
         check(
             "npu_net_health",
@@ -299,6 +304,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "net health Success on every die",
             "set netdetect_<die> in /etc/hccn.conf and check the NPU network gateway",
             dies=list(health_bad),
+            entries=health_bad,
         ),
         check(
             "npu_gateway",
@@ -307,6 +313,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "a gateway inside the die's subnet on every die (a missing netdetect address shows in npu_net_health)",
             "set gateway_<die> (and netdetect_<die>) in /etc/hccn.conf, then `hccn_tool -a -cfg recovery`",
             dies=list(gw_bad),
+            entries=gw_bad,
         ),
     ]
     switch = sorted(set(tls.values()))
@@ -321,6 +328,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
             "make the TLS switch the same everywhere (`hccn_tool -i <die> -tls -s enable <0|1>`): HCCL links "
             "between dies with different switches never establish (EI0006)",
             dies=[d for d, v in tls.items() if v == "?"] if len(switch) == 1 else list(tls),
+            entries={} if len(switch) == 1 else {d: f"switch {v}" for d, v in tls.items()},
         )
     )
     if p["inter_server_link"] == "hccs":
@@ -333,6 +341,7 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
                 "check the super-pod's HCCS links (`hccn_tool -i <die> -vnic -g`) and correct a3_vnic_ips to what it "
                 "reports, or set site_inter_server_link: roce",
                 dies=list(vnic_bad),
+                entries=vnic_bad,
             )
         )
     out.append(ping_check(p, host, hccn, link_bad))
@@ -347,12 +356,14 @@ def hccn_checks(p: dict[str, Any], host: Host, hccn: str) -> tuple[list[Prefligh
 def ping_check(p: dict[str, Any], host: Host, hccn: str, link_bad: dict[int, str]) -> PreflightRow:
     plan = p["ping_plan"]
     bad: dict[int, str] = {}
+    pinged: dict[int, str] = {}
     peers = set()
     for item in plan:
         die, addr = int(item["die"]), str(item["address"])
         peers.add(str(item.get("peer", "")))
         cmd = "-hccs_ping" if item.get("path") == "hccs" else "-ping"
         rc, text = host.query([hccn, "-i", str(die), cmd, "-g", "address", addr])
+        pinged[die] = addr
         loss = parse_ping_loss(text)
         if loss is None:
             bad[die] = f"ping {addr} failed ({first_line(text)})"
@@ -369,4 +380,6 @@ def ping_check(p: dict[str, Any], host: Host, hccn: str, link_bad: dict[int, str
         "`hccn_tool -i <die> -lldp -g` for mis-cabling)",
         dies=list(bad),
         peers=[str(i["peer"]) for i in plan if int(i["die"]) in bad],
+        entries=bad,
+        addresses=pinged,
     )

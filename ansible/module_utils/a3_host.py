@@ -9,6 +9,8 @@ import subprocess
 import time
 from typing import Any
 
+from ansible.module_utils.a3_report import entries_of
+
 # One row of the preflight report: check, ok, status, dies, peers, found, expected, fix (check() builds it).
 PreflightRow = dict[str, Any]
 
@@ -21,14 +23,19 @@ def check(
     fix: str,
     dies: list[int] | None = None,
     peers: list[str] | None = None,
+    entries: dict[int, str] | None = None,
+    addresses: dict[int, str] | None = None,
 ) -> PreflightRow:
-    """One row: `dies` and `peers` name what the row is about (the failing dies, the hosts pinged)."""
+    """One row: `dies` and `peers` name what the row is about (the failing dies, the hosts pinged); `entries` what
+    was found on each of those dies, and on a ping row the address each pinged (the report's contract,
+    a3_report.py)."""
     return {
         "check": name,
         "ok": bool(ok),
         "status": "ok" if ok else "failed",
         "dies": sorted(set(dies or [])),
         "peers": sorted(set(peers or [])),
+        "entries": entries_of(entries or {}, addresses),
         "found": str(found),
         "expected": str(expected),
         "fix": "" if ok else fix,

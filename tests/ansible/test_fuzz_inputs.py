@@ -76,7 +76,8 @@ def assert_lines(errors: Any) -> None:
 
 def assert_row(row: Any) -> None:
     assert isinstance(row, dict)
-    assert set(row) == {"check", "ok", "status", "dies", "peers", "found", "expected", "fix"}
+    assert set(row) == {"check", "ok", "status", "dies", "peers", "entries", "found", "expected", "fix"}
+    assert {e["die"] for e in row["entries"]} <= set(row["dies"])  # an entry is about a die the row names
     assert isinstance(row["ok"], bool) and row["status"] == ("ok" if row["ok"] else "failed")
     assert row["ok"] or row["fix"], row  # a failed row always says what to do
 
@@ -308,6 +309,6 @@ def test_any_module_result_becomes_rows(results: dict[str, Any]) -> None:
     s = rep.summarize(["a3-01", "a3-02"], results, {"a3-01": ["10.0.0.1"], "a3-02": ["10.0.0.2"]})
     assert {r["host"] for r in s["rows"]} <= {"a3-01", "a3-02"}
     for r in s["rows"]:
-        assert list(r) == ["host", "check", "status", "ok", "dies", "peers", "found", "expected", "fix"]
+        assert list(r) == ["host", "check", "status", "ok", "dies", "peers", "entries", "found", "expected", "fix"]
         assert all(isinstance(d, int) for d in r["dies"])
     assert isinstance(rep.render(s["failures"]), str)

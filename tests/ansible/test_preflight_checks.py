@@ -339,7 +339,7 @@ def test_report_rows_have_every_field() -> None:
     results = {"a": {"checks": [{"check": "os", "ok": True, "found": "x", "expected": "y", "fix": ""}]}}
     s = rep.summarize(["a", "b"], results)
     assert [list(r) for r in s["rows"]] == [
-        ["host", "check", "status", "ok", "dies", "peers", "found", "expected", "fix"]
+        ["host", "check", "status", "ok", "dies", "peers", "entries", "found", "expected", "fix"]
     ] * 2
     assert s["rows"][1]["check"] == "ssh" and s["rows"][1]["status"] == "failed"
 
@@ -425,7 +425,7 @@ def test_report_blames_a_lost_hccs_ping_on_the_peers_vnic(
     assert failed(rows) == {"npu_ping": "die 2: 100.00% loss to 198.19.2.12"}
 
     def peer(check: str) -> dict[str, Any]:
-        return {"checks": [{"check": check, "ok": False, "found": "die 2: DOWN", "expected": "", "fix": "fix it"}]}
+        return {"checks": [pre.check(check, False, "die 2: DOWN", "", "fix it", dies=[2], entries={2: "DOWN"})]}
 
     nodes = ["a3-01", "a3-02"]
     me = {"checks": list(rows.values())}

@@ -174,18 +174,26 @@ def test_engine_limits_parser() -> None:
 def test_lost_pings_blamed_on_the_faulty_peer() -> None:
     ips = {"a": ["10.0.0.1", "10.0.1.1"], "b": ["10.0.0.2", "10.0.1.2"], "c": ["10.0.0.3", "10.0.1.3"]}
 
-    def c(check: str, ok: bool, found: str) -> dict[str, Any]:
-        return {"check": check, "ok": ok, "found": found, "expected": "", "fix": "" if ok else "fix it"}
+    def c(check: str, ok: bool, bad: dict[int, str], pinged: dict[int, str] | None = None) -> dict[str, Any]:
+        """A row as the module writes it: the text, the dies, an entry per die (with the address it pinged)."""
+        found = "; ".join(f"die {d}: {t}" for d, t in bad.items()) or "2 dies OK"
+        return pre.check(check, ok, found, "", "fix it", dies=list(bad), entries=bad, addresses=pinged)
 
     results = {
-        "a": {"checks": [c("npu_ping", False, "die 1: 100.00% loss to 10.0.1.2")]},
-        "b": {"checks": [c("npu_link", False, "die 1: DOWN"), c("npu_ping", True, "2 dies OK")]},
-        "c": {"checks": [c("npu_ping", False, "die 0: 100.00% loss to 10.0.0.1")]},
+        "a": {"checks": [c("npu_ping", False, {1: "100.00% loss to 10.0.1.2"}, {0: "10.0.0.2", 1: "10.0.1.2"})]},
+        "b": {"checks": [c("npu_link", False, {1: "DOWN"}), c("npu_ping", True, {})]},
+        "c": {"checks": [c("npu_ping", False, {0: "100.00% loss to 10.0.0.1"}, {0: "10.0.0.1", 1: "10.0.1.1"})]},
     }
     s = rep.summarize(["a", "b", "c"], results, ips)
     assert s["failed_hosts"] == ["b", "c"]  # a's only lost ping is explained by b's link
     c_row = next(r for r in s["failures"] if r["host"] == "c")
     assert "(a die 0)" in c_row["found"]
+    # the peer is named in the entries too (the page reads them, never the text)
+    assert c_row["entries"] == [
+        {"die": 0, "text": "100.00% loss to 10.0.0.1", "address": "10.0.0.1", "peer": "a", "peer_die": 0}
+    ]
+    a_row = next(r for r in s["rows"] if r["host"] == "a" and r["check"] == "npu_ping")
+    assert a_row["ok"] and a_row["entries"][0]["explained"] is True and a_row["entries"][0]["peer"] == "b"
 
 
 def test_inter_server_link_setting() -> None:

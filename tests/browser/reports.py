@@ -64,21 +64,36 @@ def module_result(host: str, peer: str | None, ips: dict[str, list[str]], dies: 
     checks.append(c("firmware_version", True, "26.0.RC1", ">= 26.0.RC1", "upgrade"))
     checks.append(c("device_nodes", True, "all present", f"{dies + 3} nodes", "reload the driver"))
     for kind, (name, bad) in DIE_FAULTS.items():
-        entries = [f"die {f.die}: {bad}" for f in mine if f.kind == kind]
+        found_on = {f.die: bad for f in mine if f.kind == kind and f.die is not None}
+        entries = [f"die {d}: {t}" for d, t in found_on.items()]
         expected = {
             "chip_health": "Health Status OK on every die",
             "npu_link": "link status UP on every die",
             "npu_net_health": "net health Success on every die",
         }[name]
-        checks.append(c(name, not entries, "; ".join(entries) or f"{dies} dies OK", expected, f"fix {name}"))
-    ip_entries = [f"die {f.die}: 10.99.0.{f.die} (inventory {ips[host][f.die]})" for f in mine if f.kind == "ip"]
+        checks.append(
+            c(
+                name,
+                not entries,
+                "; ".join(entries) or f"{dies} dies OK",
+                expected,
+                f"fix {name}",
+                dies=list(found_on),
+                entries=found_on,
+            )
+        )
+    ip_bad = {
+        f.die: f"10.99.0.{f.die} (inventory {ips[host][f.die]})" for f in mine if f.kind == "ip" and f.die is not None
+    }
     checks.append(
         c(
             "npu_ip",
-            not ip_entries,
-            "; ".join(ip_entries) or f"{dies} dies OK",
+            not ip_bad,
+            "; ".join(f"die {d}: {t}" for d, t in ip_bad.items()) or f"{dies} dies OK",
             "hccn address = inventory a3_npu_ips",
             "configure /etc/hccn.conf",
+            dies=list(ip_bad),
+            entries=ip_bad,
         )
     )
     if peer:
@@ -89,14 +104,18 @@ def module_result(host: str, peer: str | None, ips: dict[str, list[str]], dies: 
             for d in range(dies)
         }
         lost = sorted(target_broken | {f.die for f in mine if f.kind == "ping" and f.die is not None})
-        entries = [f"die {d}: 100.00% loss to {ips[peer][d]}" for d in lost]
+        loss = {d: f"100.00% loss to {ips[peer][d]}" for d in lost}
         checks.append(
             c(
                 "npu_ping",
-                not entries,
-                "; ".join(entries) or f"{dies} dies OK",
+                not loss,
+                "; ".join(f"die {d}: {t}" for d, t in loss.items()) or f"{dies} dies OK",
                 "0% loss to the next host's same die",
                 "check the NPU network route",
+                dies=lost,
+                peers=[peer] if lost else [],
+                entries=loss,
+                addresses={d: ips[peer][d] for d in range(dies)},
             )
         )
     checks += [

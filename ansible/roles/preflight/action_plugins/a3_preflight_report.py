@@ -1,14 +1,17 @@
 """Collect every host's preflight result into one table (host, check, found, expected, fix) and one JSON report
-(each row also names its dies and peers and has a status)."""
+(schema 2: each row also names its dies, peers and per-die entries and has a status; docs/contracts.md section 8).
+Lost pings are attributed from the entries and the contract's table of checks, never from the text."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 from ansible.plugins.action import ActionBase
+
+# The report's contract (the control node runs Ansible from the project's virtual environment).
+from verl_recipe.contracts.preflight import PING, SCHEMA, entries_text, explains_pings, valid_entries
 
 COLUMNS = ("host", "check", "found", "expected", "fix")
 
@@ -56,6 +59,7 @@ def normalize(row: dict[str, Any]) -> dict[str, Any]:
         "ok": ok,
         "dies": [int(d) for d in _items(row.get("dies")) if _die_index(d)],
         "peers": [str(x) for x in _items(row.get("peers"))],
+        "entries": valid_entries(row.get("entries")),
         "found": str(row.get("found", "")),
         "expected": str(row.get("expected", "")),
         "fix": "" if ok else str(row.get("fix", "")),
@@ -135,37 +139,32 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-DIE_CHECKS = ("chip_health", "npu_link", "npu_ip", "npu_net_health", "npu_map", "device_nodes", "npu_vnic")
-# Die checks of one inter-server path only: a DOWN RoCE link explains no lost HCCS ping, and the other way round.
-OTHER_PATH_CHECKS = {"roce": ("npu_vnic",), "hccs": ("npu_link", "npu_ip")}
-PING_ENTRY = re.compile(r"^die (\d+): .*?(?:to |ping )(\d+\.\d+\.\d+\.\d+)")
-
-
-def attribute_pings(rows: list[dict[str, Any]], npu_ips: dict[str, list[str]], link: str = "roce") -> None:
-    """A lost ping from die i of host A to host B is B's fault when B's die i (or B itself) already failed a check:
-    name the peer, and drop such entries so the healthy sender is reported healthy. npu_ips are the addresses the
-    pings went to (a3_vnic_ips in hccs mode); only die checks of that path explain a loss."""
-    owner = {ip: (host, die) for host, ips in npu_ips.items() for die, ip in enumerate(ips)}
-    die_checks = [c for c in DIE_CHECKS if c not in OTHER_PATH_CHECKS.get(link, ())]
+def attribute_pings(rows: list[dict[str, Any]], ping_ips: dict[str, list[str]], link: str = "roce") -> None:
+    """A lost ping from die i of host A to host B is B's fault when B's die i (or B itself) already failed a check
+    that explains lost pings on this path (the contract's CHECKS): each ping entry gets its peer host and die, and
+    those the peer's own fault explains are marked `explained`, so the healthy sender is reported healthy. ping_ips
+    are the addresses the pings went to (a3_vnic_ips in hccs mode)."""
+    owner = {ip: (host, die) for host, ips in ping_ips.items() for die, ip in enumerate(ips)}
     broken_hosts = {r["host"] for r in rows if not r["ok"] and r["check"] in ("ssh", "preflight")}
-    broken_dies = set()
+    broken_dies = {(r["host"], d) for r in rows if not r["ok"] and explains_pings(r["check"], link) for d in r["dies"]}
     for r in rows:
-        if not r["ok"] and r["check"] in die_checks:
-            broken_dies |= {(r["host"], int(d)) for d in re.findall(r"die (\d+):", r["found"])}
-    for r in rows:
-        if r["check"] != "npu_ping" or r["ok"]:
+        if r["check"] != PING or r["ok"]:
             continue
         kept, explained = [], []
-        for entry in r["found"].split("; "):
-            m = PING_ENTRY.match(entry)
-            peer = owner.get(m.group(2)) if m else None
-            if m and peer:
-                entry = f"{entry} ({peer[0]} die {peer[1]})"
-                if peer[0] in broken_hosts or peer in broken_dies or (r["host"], int(m.group(1))) in broken_dies:
+        for entry in r["entries"]:
+            peer = owner.get(entry.get("address", ""))
+            if peer:
+                entry["peer"], entry["peer_die"] = peer
+                if peer[0] in broken_hosts or peer in broken_dies or (r["host"], entry["die"]) in broken_dies:
+                    entry["explained"] = True
                     explained.append(entry)
                     continue
             kept.append(entry)
-        found = "; ".join(kept) if kept else "lost pings explained by faults listed above: " + "; ".join(explained)
+        if not r["entries"]:
+            continue  # a ping row without entries (an older module): its text stands as it is
+        found = (
+            entries_text(kept) if kept else "lost pings explained by faults listed above: " + entries_text(explained)
+        )
         set_ok(r, not kept, found, r["fix"])
 
 
@@ -193,6 +192,7 @@ def summarize(
         if isinstance(r, dict) and isinstance(r.get("device_queries"), dict)
     }
     return {
+        "schema": SCHEMA,
         "rows": rows,
         "failures": failed,
         "failed_hosts": bad_hosts,
@@ -277,12 +277,17 @@ def report_meta(
             **{k: v for src in (args, res) for k, v in src.items() if k.startswith("ping")},
         }
     inventory = os.path.basename(str(task_vars.get("inventory_dir") or "").rstrip("/")) or None
-    try:
-        meta_of = _readiness_page().report_meta
-    except ImportError:  # the JSON is still written; the page line below says why there is no page
-        return {"kind": "preflight", "simulated": simulated, "inventory": inventory, "hosts": hosts}
-    return meta_of(
-        "preflight", simulated=simulated, commit_from=task_vars.get("playbook_dir"), inventory=inventory, hosts=hosts
+    # Which host and die each NPU address belongs to, and the dies of a host: the page reads these, never text.
+    addresses = {ip: [host, die] for host in nodes for die, ip in enumerate(npu_ips.get(host, []))}
+    dies_per_host = max((len(npu_ips.get(host, [])) for host in nodes), default=0)
+    return _readiness_page().report_meta(
+        "preflight",
+        simulated=simulated,
+        commit_from=task_vars.get("playbook_dir"),
+        inventory=inventory,
+        hosts=hosts,
+        addresses=addresses,
+        dies_per_host=dies_per_host,
     )
 
 

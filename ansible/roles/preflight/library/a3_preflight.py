@@ -92,6 +92,11 @@ checks:
     status: {description: ok or failed., type: str}
     dies: {description: The die indices the row is about., type: list}
     peers: {description: The other hosts the row is about., type: list}
+    entries:
+      description: >-
+        What was found on each die the row names, as {die, text} (and the address a ping row's die pinged);
+        the report's contract, entrypoints/verl_recipe/contracts/preflight.py.
+      type: list
     found: {description: What the host shows., type: str}
     expected: {description: What the check wants., type: str}
     fix: {description: What to do; empty on passed rows., type: str}

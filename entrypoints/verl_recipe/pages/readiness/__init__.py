@@ -20,13 +20,10 @@ from the rows), page (the HTML, with page.css and page.js as package data)."""
 from __future__ import annotations
 
 from .load import (
-    ANY_DIE_WORD,
-    ENTRY_DIE,
     IPV4,
     MAX_REPORT_BYTES,
     MAX_REPORT_ROWS,
     PAGE_SUFFIX,
-    PEER_NOTE,
     REHEARSAL_NODE_FIELDS,
     REHEARSAL_SUMMARY_FIELDS,
     SEVERITY,
@@ -41,17 +38,14 @@ from .model import Model, PageCell, Pair, build, die_entries, is_ping, row_statu
 from .page import CSS, MARK, SCRIPT, Page, main, page_line, page_path, render, write_page
 
 __all__ = [
-    "ANY_DIE_WORD",
     "CSS",
     "PageCell",
-    "ENTRY_DIE",
     "IPV4",
     "MARK",
     "MAX_REPORT_BYTES",
     "MAX_REPORT_ROWS",
     "Model",
     "PAGE_SUFFIX",
-    "PEER_NOTE",
     "Page",
     "Pair",
     "REHEARSAL_NODE_FIELDS",

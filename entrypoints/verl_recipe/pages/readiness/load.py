@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...contracts.preflight import SCHEMA
 from ..kit import source_commit, utc_now
 
 SEVERITY = {"ok": 0, "skip": 0, "nodata": 1, "warn": 2, "fail": 3}
@@ -20,11 +21,7 @@ STATUS_WORDS = {
     "ok": ("ok", "pass", "passed", "success", "healthy"),
     "skip": ("skip", "skipped", "n/a", "na", "not applicable"),
 }
-# "die 7: DOWN", "dies 0-15: ...", or a lead-in before the first entry ("lost pings explained ...: die 7: ...")
-ENTRY_DIE = re.compile(r"^(?:[^:;]*:\s*)?dies? (\d+)(?:\s*(?:-|\.\.)\s*(\d+))?\b")
-ANY_DIE_WORD = re.compile(r"\bdies?\b")
 IPV4 = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
-PEER_NOTE = re.compile(r"\(([A-Za-z0-9_.:-]+) die (\d+)\)")
 PAGE_SUFFIX = ".html"
 # A preflight writes some 50 rows per host: 50,000 rows are a thousand hosts. Bigger files are not reports and would
 # take minutes to draw into a page no browser opens.
@@ -105,6 +102,11 @@ def classify(path: str, data: Any) -> Source:
                 "fix: give one site's report"
             )
     if isinstance(data.get("rows"), list):
+        if data.get("schema") != SCHEMA:
+            raise ReportError(
+                f"{path}: a preflight report of schema {data.get('schema', 1)!r}, not {SCHEMA} (written before its "
+                "rows named their dies as entries); fix: run the preflight again (`make preflight`) to write one"
+            )
         for i, row in enumerate(data["rows"]):
             if (
                 not isinstance(row, dict)

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .load import ANY_DIE_WORD, ENTRY_DIE, IPV4, PEER_NOTE, SEVERITY, STATUS_WORDS, Source
+from ...contracts.preflight import DIE, PING, entry_text, level, valid_entries
+from .load import IPV4, SEVERITY, STATUS_WORDS, Source
 
 # -------------------------------------------------------------------------------------------------------- model
 
@@ -42,24 +43,16 @@ def _die_list(value: Any) -> list[int]:
 
 
 def die_entries(row: dict[str, Any]) -> list[tuple[int, str]]:
-    """(die, what was found on it) for every die a row names: its die/dies field (with the text of its "die N: ..."
-    entry when `found` has one), else the "die N: ..." entries of `found`."""
-    found = str(row.get("found", ""))
-    texts: list[tuple[int, str]] = []
-    for entry in found.split("; "):
-        m = ENTRY_DIE.match(entry)
-        if m:
-            lo = int(m.group(1))
-            texts += [(d, entry.strip()) for d in range(lo, int(m.group(2) or lo) + 1)]
-    named = [d for key in ("die", "dies") if row.get(key) is not None for d in _die_list(row[key])]
-    if not named:
-        return texts
-    by_die = dict(texts)
-    return [(d, by_die.get(d, found)) for d in dict.fromkeys(named)]
+    """(die, what was found on it) for every die a row names: its entries (the report's contract), else each die of
+    its `dies` with the row's text."""
+    entries = valid_entries(row.get("entries"))
+    if entries:
+        return [(e["die"], entry_text(e)) for e in entries]
+    return [(d, str(row.get("found", ""))) for d in dict.fromkeys(_die_list(row.get("dies")))]
 
 
 def is_ping(row: dict[str, Any]) -> bool:
-    return "ping" in str(row.get("check", "")).lower() or row.get("peer") is not None
+    return row.get("check") == PING
 
 
 @dataclass
@@ -141,42 +134,26 @@ def _rank(info: Any) -> int:
 
 
 def _npu_owner(sources: list[Source]) -> dict[str, tuple[str, int]]:
+    """NPU address -> (host, die), as the report's meta names them."""
     owner: dict[str, tuple[str, int]] = {}
     for s in sources:
-        meta_hosts = s.meta.get("hosts")
-        if not isinstance(meta_hosts, dict):
-            continue
-        for host, info in meta_hosts.items():
-            ips = info.get("npu_ips") if isinstance(info, dict) else None
-            for die, ip in enumerate(ips or []):
-                owner[str(ip)] = (host, die)
+        addresses = s.meta.get("addresses")
+        for ip, where in addresses.items() if isinstance(addresses, dict) else []:
+            if isinstance(where, list) and len(where) == 2 and isinstance(where[0], str) and isinstance(where[1], int):
+                owner[str(ip)] = (where[0], where[1])
     return owner
 
 
 def _dies_per_host(sources: list[Source], rows: list[dict[str, Any]]) -> int:
     counts = [0]
     for s in sources:
-        meta_hosts = s.meta.get("hosts")
-        if isinstance(meta_hosts, dict):
-            counts += [len(i.get("npu_ips") or []) for i in meta_hosts.values() if isinstance(i, dict)]
+        dies = s.meta.get("dies_per_host")
+        if isinstance(dies, int) and not isinstance(dies, bool) and 0 < dies <= 1024:
+            counts.append(dies)
         if s.kind == "rehearsal":
             counts.append(int(s.data["summary"].get("dies_per_node") or 0))
-    for r in rows:
-        counts += [d + 1 for d, _ in die_entries(r)]
-        m = re.match(r"\s*(\d+) dies\b", str(r.get("found", "")))
-        if m:
-            counts.append(int(m.group(1)))
+    counts += [d + 1 for r in rows for d, _ in die_entries(r)]
     return max(counts)
-
-
-def _peer_of(entry: str, owner: dict[str, tuple[str, int]], hosts: list[str]) -> tuple[str, int | None] | None:
-    note = PEER_NOTE.search(entry)
-    if note and note.group(1) in hosts:
-        return note.group(1), int(note.group(2))
-    for ip in IPV4.findall(entry):
-        if ip in owner:
-            return owner[ip]
-    return None
 
 
 def _schedule(model: Model, sources: list[Source], owner: dict[str, tuple[str, int]]) -> None:
@@ -242,12 +219,8 @@ def build(sources: list[Source]) -> Model:
     model.rehearsals = [s for s in sources if s.kind == "rehearsal"]
     owner = _npu_owner(sources)
     _schedule(model, sources, owner)
-    die_level = {r["check"] for r in rows if die_entries(r)}
-    die_level |= {
-        r["check"]
-        for r in rows
-        if ANY_DIE_WORD.search(f"{r.get('found', '')} {r.get('expected', '')}") and r["check"] not in ("ssh",)
-    }
+    # Drawn on the die grid or as a host badge by the check's level in the report's contract, never by its wording.
+    die_level = {r["check"] for r in rows if level(r["check"]) == DIE}
     for s in sources:
         if s.kind != "preflight":
             continue
@@ -264,7 +237,7 @@ def build(sources: list[Source]) -> Model:
             if c.status in ("fail", "warn"):
                 model.failures.append(c)
             if is_ping(r):
-                _ping_row(model, r, c, owner)
+                _ping_row(model, r, c)
             if r["check"] not in die_level:
                 model.host_checks.setdefault(c.host, []).append(c)
                 continue
@@ -284,34 +257,16 @@ def build(sources: list[Source]) -> Model:
     return model
 
 
-def _ping_row(model: Model, r: dict[str, Any], c: PageCell, owner: dict[str, tuple[str, int]]) -> None:
-    """A ping row: the peer (field `peer`, or the address or "(host die N)" note of each "die N: ..." entry) and
-    whether its loss stands (failed row) or is explained by the target's own fault (passed row that says so)."""
-    explicit_peer = r.get("peer")
-    entries = die_entries(r)
-    peers = [str(x) for x in r.get("peers") or [] if str(x) in model.hosts] if isinstance(r.get("peers"), list) else []
-    if explicit_peer is not None and isinstance(explicit_peer, str):
-        dies = _die_list(r.get("die")) or list(range(model.dies))
-        peer_dies = _die_list(r.get("peer_die"))
-        for i, d in enumerate(dies):
-            key = (d, peer_dies[i] if i < len(peer_dies) else (peer_dies[0] if peer_dies else d))
-            p = model.pair(c.host, str(explicit_peer))
-            p.tried.add(key)
-            if c.status == "fail":
-                p.lost[key] = c.found
-            elif c.status == "warn":
-                p.explained[key] = c.found
-        return
-    explained_row = c.status in ("ok", "skip") and "explained" in c.found
-    for d, text in entries:
-        peer = _peer_of(text, owner, model.hosts) or ((peers[0], None) if len(peers) == 1 else None)
-        if peer is None:
+def _ping_row(model: Model, r: dict[str, Any], c: PageCell) -> None:
+    """A ping row: each entry's peer host and die (the report plugin names them) and whether its loss stands (a
+    failed entry) or is explained by the target's own fault (an entry marked `explained`)."""
+    for e in valid_entries(r.get("entries")):
+        if "peer" not in e:
             continue
-        host, peer_die = peer
-        key = (d, d if peer_die is None else peer_die)
-        p = model.pair(c.host, host)
+        key = (e["die"], e["peer_die"])
+        p = model.pair(c.host, e["peer"])
         p.tried.add(key)
-        if c.status == "fail":
-            p.lost[key] = text
-        elif c.status == "warn" or explained_row:
-            p.explained[key] = text
+        if e.get("explained"):
+            p.explained[key] = entry_text(e)
+        elif c.status == "fail":
+            p.lost[key] = entry_text(e)

@@ -1,0 +1,1 @@
+../../entrypoints/verl_recipe/contracts/preflight.py
