@@ -24,9 +24,9 @@ from typing import Any
 
 from ..contracts import metrics as verl_metrics
 from ..contracts import runfiles
+from ..contracts.records import is_step, load_json, parse_record, read_file
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
-from ..run.metricstream import is_step, load_json, parse_record, read_file
 from .kit import (
     BASE_CSS,
     PLOT_CSS,

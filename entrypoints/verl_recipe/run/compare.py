@@ -27,9 +27,9 @@ from typing import Any
 
 from ..contracts import metrics as verl_metrics
 from ..contracts import runfiles
+from ..contracts.records import complete_records, finite_number, is_step, load_json, read_file
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from ..problems import error, one_line
-from .metricstream import complete_records, finite_number, is_step, load_json, read_file
 from .record import METRICS_FILE
 
 BASELINE_FORMAT = "verl-recipe-baseline/1"

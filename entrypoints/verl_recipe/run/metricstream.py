@@ -6,11 +6,6 @@ half-written when we look. Lines are read whole, in order, each handed to the ca
 
 from __future__ import annotations
 
-import errno
-import json
-import math
-import os
-import stat
 import statistics
 import threading
 from collections.abc import Callable
@@ -18,95 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..contracts import metrics as verl_metrics
+from ..contracts.records import MAX_LINE_BYTES, Record, complete_records, finite_number, parse_record
 
-Record = dict[str, Any]
-
-# A step is a count: beyond 2**53 a float (a plot's axis, a JSON reader elsewhere) no longer holds it exactly.
-MAX_STEP = 2**53
-# More digits than a float holds (1.8e308): such an integer reads as inf, so it is left out like any non-finite value
-# (and int() of a 5000-digit number raises, math.isfinite of a 400-digit one overflows).
-MAX_INT_DIGITS = 308
-# A line longer than this is no verl step (those are ~5 KB): the tail stops keeping it while it waits for its end.
-MAX_LINE_BYTES = 16 * 2**20
-
-
-def _int_or_inf(text: str) -> int | float:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        return -math.inf if text.startswith("-") else math.inf
-    return int(text)
-
-
-def load_json(text: bytes | str) -> Any:
-    """JSON text of a run record's file (a metric line, settings.json, a baseline ...) as Python values.
-
-    Raises ValueError, with the reason as its message, for anything that is not JSON: bytes that are not UTF-8,
-    text nested too deep for the parser (json's RecursionError), a syntax error. Integers of more digits than a
-    float holds read as inf."""
-    try:
-        return json.loads(text, parse_int=_int_or_inf)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 (byte {exc.start})") from None
-    except RecursionError:
-        raise ValueError("nested too deep to read") from None
-    except ValueError as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-
-
-def read_file(path: Path, limit: int) -> bytes:
-    """At most `limit` bytes of a regular file of the run record (a symlink to one is followed).
-
-    Raises OSError: FileNotFoundError when absent, IsADirectoryError for a folder, and one with strerror "not a
-    regular file" for a fifo, a socket or a device (opened without blocking: reading a fifo would wait for ever)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "a folder, not a file", str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        chunks, left = [], limit
-        while left > 0 and (chunk := os.read(fd, min(left, 2**24))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def finite_number(value: Any) -> float | None:
-    """A finite int or float (not a bool) as a float, else None (NaN, inf, null, an int beyond a float, text)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def is_step(value: Any) -> bool:
-    """A step number: an int (not a bool) within +-MAX_STEP."""
-    return isinstance(value, int) and not isinstance(value, bool) and -MAX_STEP <= value <= MAX_STEP
-
-
-def parse_record(line: bytes | str) -> Record | None:
-    """One line of the stream as a {"step": int, "data": {...}} record, or None for anything else: the one
-    definition the live tail, compare and the run page share. A line nested thousands deep is None too (json's
-    RecursionError would otherwise end the tail's thread, and the health rules with it, silently); so is a line that
-    is not UTF-8, and one whose step is no int within +-MAX_STEP. Integers too large for a float read as inf."""
-    try:
-        rec = load_json(line)
-    except ValueError:
-        return None
-    if isinstance(rec, dict) and is_step(rec.get("step")) and isinstance(rec.get("data"), dict):
-        return rec
-    return None
-
-
-def complete_records(buffer: bytes) -> tuple[list[Record], bytes]:
-    """The whole lines of `buffer` as records (lines that are no record are skipped), and the rest."""
-    *lines, rest = buffer.split(b"\n")
-    return [rec for line in lines if (rec := parse_record(line)) is not None], rest
+# One record, as every reader takes it (contracts/records.py); named here too for the tail's callers.
+__all__ = ["MAX_LINE_BYTES", "MetricTail", "Progress", "Record", "complete_records", "parse_record", "progress_line"]
 
 
 class MetricTail:
