@@ -167,15 +167,15 @@ def run_record_cases(capsys: pytest.CaptureFixture[str], tmp: Path, monkeypatch:
         record = files_of(runs[0]) if runs else "(no run folder)\n"
         cases[f"launch.35b-fsdp-{name}"] = out + "--- run folder\n" + record
         if runs:
-            cases[f"report.run-{name}"] = cli(capsys, "report", str(runs[0])) + files_of_page(runs[0])
+            cases[f"report.run-{name}"] = cli(capsys, "report", str(runs[0])) + page_of(runs[0] / "run.html")
             baseline = tmp / f"baseline-{name}.json"
             cases[f"compare.save-{name}"] = cli(capsys, "compare", str(runs[0]), "--save-baseline", str(baseline))
     return cases
 
 
-def files_of_page(run_dir: Path) -> str:
-    page = run_dir / "run.html"
-    return "--- run.html\n" + (_html_text(page.read_text(encoding="utf-8")) if page.exists() else "(none)\n")
+def page_of(page: Path) -> str:
+    """A page the command wrote, as its visible text."""
+    return f"--- {page.name}\n" + (_html_text(page.read_text(encoding="utf-8")) if page.exists() else "(none)\n")
 
 
 def observer_cases(capsys: pytest.CaptureFixture[str], tmp: Path) -> Cases:
@@ -221,19 +221,11 @@ def readiness_cases(capsys: pytest.CaptureFixture[str], tmp: Path) -> Cases:
         if "failures" in doc:
             summary = "--- failure table\n" + reports.rep.render(doc["failures"]) + "\n"
             summary += "--- rows\n" + "".join(json.dumps(r, sort_keys=True) + "\n" for r in doc["rows"])
-        cases[f"report.{name}"] = cli(capsys, "report", str(path)) + summary + files_of_page(_page_dir(folder))
+        cases[f"report.{name}"] = cli(capsys, "report", str(path)) + summary + page_of(path.with_suffix(".html"))
     cases["report.not-a-report"] = cli(capsys, "report", str(tmp / "preflight-healthy-4" / "nope.json"))
     problems = _every_inventory_problem(tmp)
     cases["inventory.problems"] = "".join(line + "\n" for line in problems)
     return cases
-
-
-def _page_dir(folder: Path) -> Path:
-    """The readiness page is written beside the first report; files_of_page reads `run.html`, so link it."""
-    pages = sorted(folder.glob("*.html"))
-    if pages and not (folder / "run.html").exists():
-        (folder / "run.html").symlink_to(pages[0].name)
-    return folder
 
 
 def doctor_cases(capsys: pytest.CaptureFixture[str], tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Cases:
