@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "entrypoints"))
 
+from verl_recipe.contracts import inventory  # noqa: E402
 from verl_recipe.contracts.health_rules import markdown_table as health_rules_table  # noqa: E402
 from verl_recipe.recipes import load_recipe, recipe_names, service_name  # noqa: E402
 from verl_recipe.settings import SETTINGS  # noqa: E402
@@ -108,6 +109,10 @@ def _fault_table() -> str:
 SECTIONS = {
     README: {"recipes": recipes_table, "settings": settings_table, "versions": versions_table},
     ROOT / "docs" / "watch.md": {"health-rules": health_rules_table},
+    ROOT / "docs" / "contracts.md": {
+        "inventory-hosts": lambda: inventory.markdown_table(inventory.HOST),
+        "inventory-site": lambda: inventory.markdown_table(inventory.SITE),
+    },
     ROOT / "docs" / "simulated-cluster.md": {"faults": _fault_table},
     ROOT / "compose.yaml": {"train-services": compose_train_services},
     ROOT / "compose.sim.yaml": {"train-services": compose_sim_train_services},

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .hydra_syntax import override_key
-from .layers import suggest
+from .suggest import suggest
 
 CONFIG_NAME = "ppo_trainer"
 

@@ -5,7 +5,6 @@ sections (env, recipes, secret_files) and the secret-name rule live here too."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -15,8 +14,10 @@ from typing import Any
 
 import yaml
 
+from .contracts.inventory import SECRET_NAME_RE
 from .settings import ALIASES, BY_NAME
 from .settingtypes import SettingsError
+from .suggest import suggest
 
 ENV_SECTION = "env"  # site-file section / --set prefix for the launch environment ("env.HCCL_BUFFSIZE=400")
 RECIPES_SECTION = "recipes"  # site-file section: settings for one recipe only, over the site's own
@@ -84,7 +85,7 @@ def env_entry(name: Any, raw: Any, source: str) -> tuple[str, str]:
     key = str(name)
     if not ENV_NAME.fullmatch(key):
         raise SettingsError(
-            f"{source}: {key!r} is not an environment variable name; fix: use letters, digits and '_' only, "
+            f"{source}: {key!r} is not a secret's variable name; fix: use A-Z, 0-9 and '_' only, "
             "not starting with a digit"
         )
     if secret_looking(key):
@@ -112,10 +113,8 @@ def secret_file_entry(name: Any, raw: Any, source: str) -> tuple[str, str]:
     """One `secret_files` entry checked: a variable name and an absolute path the record may show."""
     key = str(name)
     where = f"{source} ({SECRET_FILES_SECTION}.{key})"
-    if not ENV_NAME.fullmatch(key):
-        raise SettingsError(
-            f"{where}: {key!r} is not an environment variable name; fix: use letters, digits and '_' only"
-        )
+    if not SECRET_NAME_RE.fullmatch(key):
+        raise SettingsError(f"{where}: {key!r} is not a secret's variable name; fix: use A-Z, 0-9 and '_' only")
     path = raw if isinstance(raw, str) else ""
     if not path.startswith("/") or _CONTROL.search(path) or any(c in path for c in ",= \t"):
         raise SettingsError(
@@ -123,12 +122,6 @@ def secret_file_entry(name: Any, raw: Any, source: str) -> tuple[str, str]:
             "mounts read-only (no spaces, ',' or '=' in it)"
         )
     return key, path
-
-
-def suggest(word: str, candidates: list[str] | tuple[str, ...]) -> str | None:
-    upper = {c.upper(): c for c in candidates}
-    hits = difflib.get_close_matches(word.upper(), list(upper), n=1, cutoff=0.75)
-    return upper[hits[0]] if hits else None
 
 
 def canonical_key(key: str, source: str, warnings: list[str]) -> str:

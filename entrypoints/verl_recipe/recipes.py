@@ -9,9 +9,10 @@ from typing import Any
 import yaml
 
 from .hydra_syntax import bare_key
-from .layers import layer_from_mapping, suggest
+from .layers import layer_from_mapping
 from .models import MODELS, ModelArch
 from .settingtypes import ENGINES, SettingsError
+from .suggest import suggest
 
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
 _TOP_KEYS = {

@@ -15,10 +15,10 @@ from .layers import (
     layer_from_sets,
     layers_from_site_file,
     merge,
-    suggest,
 )
 from .recipes import Recipe, load_recipe, recipe_names
 from .settingtypes import SettingsError
+from .suggest import suggest
 
 
 @dataclass

@@ -196,3 +196,55 @@ def test_preflight_tag_runs_past_validation_without_the_tarball(tmp_path: Path) 
     assert "PLAY [Preflight every host at once" in text
     full = playbook(inv, playbook_file="playbooks/validate.yml")
     assert full.returncode != 0 and "control node: site_image_tarball=" in full.stdout + full.stderr
+
+
+def test_unknown_host_variables_are_refused_with_the_closest_name() -> None:
+    h = hosts()
+    h["h1"]["a3_npu_ip"] = h["h1"].pop("a3_npu_ips")
+    h["h2"]["a3_colour"] = "blue"
+    errors = val.check_hosts(list(h), ["h0"], h, 2)
+    assert (
+        _one(errors, "inventory: h1: a3_npu_ip ")
+        == "inventory: h1: a3_npu_ip is not a host variable (did you mean a3_npu_ips?); fix: rename it to a3_npu_ips"
+    )
+    _one(errors, "inventory: h1: a3_npu_ips=<unset> is not a list")
+    assert _one(errors, "inventory: h2: a3_colour ").endswith(
+        "is not a host variable; fix: remove it; the host variables are listed in docs/contracts.md"
+    )
+
+
+def test_every_field_of_the_table_has_a_check_and_a_documented_meaning() -> None:
+    from verl_recipe.contracts import inventory as table
+    from verl_recipe.inventory.site import KINDS
+
+    for field in table.FIELDS:
+        assert field.name.startswith(table.PREFIXES[field.scope]) or field.name.startswith(("ansible_", "os_")), field
+        assert field.meaning and field.when, field
+        if field.scope == table.SITE:
+            assert field.kind.split(":")[0] in KINDS, field
+    assert table.names(table.SITE) == val.SITE_KEYS
+    assert table.names(table.HOST) == val.HOST_KEYS
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "contracts.md").read_text()
+    for field in table.FIELDS:
+        assert f"`{field.name}`" in doc, field.name
+
+
+def test_the_plugin_reads_every_site_field_and_refuses_unknown_host_names(tmp_path: Path) -> None:
+    """Through ansible-playbook: site_secret_files (a field the plugin once never read) is checked, and a
+    misspelt a3_* host variable is refused by name, both in the one pass before any host is contacted."""
+    h, s = sample_inventory()
+    first = node_hosts(h)["a3-01"]
+    first["a3_cluster_nick"] = first["a3_cluster_nic"]
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("services: {}\n")
+    s.update(
+        site_image_source="registry",
+        site_secret_files={"WANDB_API_KEY": str(tmp_path / "no-such-key")},
+        deploy_common_compose_files=[str(compose)],
+    )
+    inv = write_inventory(tmp_path / "inv", h, s)
+    out = playbook(inv, playbook_file="playbooks/validate.yml")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text[-3000:]
+    assert "inventory: a3-01: a3_cluster_nick is not a host variable (did you mean a3_cluster_nic?)" in text
+    assert f"inventory: site_secret_files.WANDB_API_KEY={tmp_path}/no-such-key does not exist on the control" in text

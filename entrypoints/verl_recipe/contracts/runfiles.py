@@ -18,3 +18,8 @@ NODES = "nodes"  # a link to LOG_DIR/nodes: one log per host, for the node's lif
 
 # Every name, in the order docs/contracts.md lists them.
 ALL = (LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES)
+
+# The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page
+# read it.
+IMAGE_RECORD_DIR = "/opt/verl-recipe"
+IMAGE_RECORD_FILE = "image-manifest.json"

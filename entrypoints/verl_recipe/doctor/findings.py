@@ -7,9 +7,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contracts import runfiles
+
 DRIVER_INFO = Path("/usr/local/Ascend/driver/version.info")
-IMAGE_RECORD_DIR = Path("/opt/verl-recipe")
-RECORD_FILE = "image-manifest.json"
+IMAGE_RECORD_DIR = Path(runfiles.IMAGE_RECORD_DIR)
+RECORD_FILE = runfiles.IMAGE_RECORD_FILE
 FREEZE_FILE = "pip-freeze.txt"
 # Free space for checkpoints. A Qwen3.5-397B checkpoint with optimizer state takes several TB on shared
 # storage; 500 GB is the floor below which even one save fails. The simulated cluster saves tiny checkpoints.

@@ -5,14 +5,12 @@ hosts (each host's variables and what must differ between hosts)."""
 
 from __future__ import annotations
 
-from .fields import HOST_KEYS, KNOWN_SITE_KEYS, OPTIONAL_SITE_KEYS, SITE_KEYS, problem
+from .fields import HOST_KEYS, SITE_KEYS, problem
 from .hosts import check_hosts, check_vnic, image_stage
 from .site import check_site
 
 __all__ = [
     "HOST_KEYS",
-    "KNOWN_SITE_KEYS",
-    "OPTIONAL_SITE_KEYS",
     "SITE_KEYS",
     "check_hosts",
     "check_site",

@@ -7,45 +7,11 @@ import ipaddress
 import re
 from typing import Any
 
-from ..a3facts import RAY_DASHBOARD_PORT, RAY_GCS_PORT
+from ..contracts.inventory import HOST, PREFIXES, SITE, names
+from ..suggest import suggest
 
-# The defaults of site_ray_port and site_dashboard_port (Ray's GCS and dashboard ports) and the dies of a node.
-PORT_DEFAULTS = {"site_ray_port": RAY_GCS_PORT, "site_dashboard_port": RAY_DASHBOARD_PORT}
-
-HOST_KEYS = (
-    "ansible_host",
-    "ansible_port",
-    "a3_node_rank",
-    "a3_cluster_ip",
-    "a3_cluster_nic",
-    "a3_npu_ips",
-    "a3_vnic_ips",
-)
-# Optional site settings and their defaults.
-LINK_MODES = ("roce", "hccs")
-SITE_KEYS = (
-    "site_simulated",
-    "site_expected_dies",
-    "site_hdk_min",
-    "site_shared_root",
-    "site_model_path",
-    "site_data_path",
-    "site_ckpt_root",
-    "site_image_ref",
-    "site_image_source",
-    "site_image_tarball",
-    "site_ray_port",
-    "site_dashboard_port",
-    "site_install_dir",
-)
-OPTIONAL_SITE_KEYS = ("site_inter_server_link",)
-# site_* names other plays read with a default (preflight: site_expected_arch; node_env: site_launch,
-# site_secret_files). Any other site_* name is a typo whose default would be used silently (site_image_sorce), so it
-# is refused.
-OTHER_SITE_KEYS = ("site_expected_arch", "site_launch", "site_secret_files")
-# site_secret_files: NAME -> a file on the control node; NAME becomes that variable in every Ray worker.
-SECRET_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
-KNOWN_SITE_KEYS = frozenset(SITE_KEYS + OPTIONAL_SITE_KEYS + OTHER_SITE_KEYS)
+HOST_KEYS = names(HOST)
+SITE_KEYS = names(SITE)
 MISSING = object()
 # Every pattern is matched with fullmatch: `$` would also accept a trailing newline ("26.0.RC1\n").
 NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
@@ -57,6 +23,8 @@ HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # ansible_host is what ssh is given as its destination: a DNS name or an IP address, never an option (`-...`) or
 # words for a shell.
 SSH_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
+# A CPU architecture as `uname -m` prints it (aarch64, x86_64).
+ARCH_RE = re.compile(r"[a-z0-9_]{1,32}")
 # The CPU frequency governor os_tuning writes to sysfs (the kernel's names: performance, schedutil, ...).
 GOVERNOR_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 # Folders deploy.yml must never take as site_install_dir (it makes that folder root-owned, mode 0755, and writes
@@ -188,3 +156,24 @@ def _hccn_fix(dies: Any) -> str:
     if _is_int(dies) and dies > 0:
         return f"list the {dies} address_N values of that host's /etc/hccn.conf, address_0..address_{dies - 1} in order"
     return "list the address_N values of that host's /etc/hccn.conf, one per die, address_0 first"
+
+
+WORD = {SITE: "site setting", HOST: "host variable"}
+
+
+def check_names(variables: dict[str, Any], scope: str, subject: str) -> list[str]:
+    """Names with the project's prefix for `scope` (site_, a3_) that are not fields: a misspelling leaves the
+    default in use or the field unset, so it is refused with the closest field's name."""
+    prefix = PREFIXES[scope]
+    known = names(scope)
+    errors: list[str] = []
+    for key in sorted(k for k in variables if isinstance(k, str) and k.startswith(prefix) and k not in known):
+        hint = suggest(key, [k for k in known if k.startswith(prefix)], prefix=prefix)
+        errors.append(
+            problem(
+                subject,
+                f"{_text(key)} is not a {WORD[scope]}" + (f" (did you mean {hint}?)" if hint else ""),
+                f"rename it to {hint}" if hint else f"remove it; the {WORD[scope]}s are listed in docs/contracts.md",
+            )
+        )
+    return errors

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contracts.inventory import HOST
 from .fields import (
     INVENTORY,
     MISSING,
@@ -20,6 +21,7 @@ from .fields import (
     _show,
     _text,
     _unusable,
+    check_names,
     problem,
 )
 
@@ -223,6 +225,8 @@ def check_hosts(nodes: list[str], heads: list[str], hosts: dict[str, dict[str, A
             else:
                 seen_npu[ip] = f"{name} die {die}"
                 npu_owner[ip] = (name, die)
+    for name in nodes:
+        errors += check_names(hosts[name], HOST, _host(name))
     # The NPU network is not the cluster network: a die at a host's cluster address would take that host's traffic
     # (or HCCL's would go to the host).
     for ip, (owner, index) in npu_owner.items():

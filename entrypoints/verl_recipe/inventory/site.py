@@ -3,169 +3,79 @@ files, and unknown site_* names refused with "did you mean"."""
 
 from __future__ import annotations
 
-import difflib
 import os
+import re
+from collections.abc import Callable
 from typing import Any
 
 from ..a3facts import DIES_PER_NODE, RAY_DASHBOARD_PORT, RAY_GCS_PORT
+from ..contracts.inventory import ALWAYS, OPTIONAL, SECRET_NAME_RE, SITE, WHEN_TARBALL, InventoryField, fields
 from .fields import (
+    ARCH_RE,
     CONTROL,
     GOVERNOR_RE,
     HDK_RE,
     IMAGE_RE,
     INVENTORY,
-    KNOWN_SITE_KEYS,
-    LINK_MODES,
     MISSING,
     OS_DIRS,
     PARENT_DIRS,
-    PORT_DEFAULTS,
-    SECRET_NAME_RE,
-    SITE_KEYS,
     VOLATILE_TREES,
     _is_int,
     _show,
     _text,
+    check_names,
     problem,
     version_tuple,
 )
 
 
+def _unset(value: Any) -> bool:
+    return value is MISSING or value is None or value == ""
+
+
+def _required(field: InventoryField, site: dict[str, Any]) -> bool:
+    if field.when == ALWAYS:
+        return True
+    if field.when == WHEN_TARBALL:
+        return site.get("site_image_source") == "tarball"
+    return False
+
+
 def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    """Every site field of the table by its kind (after every unset one, then every value with a control
+    character), the relations between fields, the control node, and unknown site_* names."""
     errors: list[str] = []
-
-    def need(key: str) -> Any:
-        value = site.get(key, MISSING)
-        if value is MISSING or value is None or value == "":
-            if key == "site_image_tarball" and site.get("site_image_source") != "tarball":
-                return None
-            errors.append(problem(INVENTORY, f"{key} is not set", "set it in group_vars/all, see inventory/sample"))
-            return None
-        return value
-
-    values = {k: need(k) for k in SITE_KEYS}
-    for key, value in values.items():
+    values: dict[str, Any] = {}
+    for field in fields(SITE):
+        value = site.get(field.name, MISSING)
+        # A required field that is empty is unset; an optional one is absent only when not written at all (a null
+        # the roles would take as the value is checked as one).
+        if _unset(value) if field.when != OPTIONAL else value is MISSING:
+            if _required(field, site):
+                errors.append(
+                    problem(INVENTORY, f"{field.name} is not set", "set it in group_vars/all, see inventory/sample")
+                )
+            value = None
+        values[field.name] = value
+    for name, value in values.items():
         # one line per problem and one line per node.env entry: a newline or other control character in a
         # value would break both (it passes a `$`-anchored pattern, and `26.0.RC1\n` reads as a version)
         if isinstance(value, str) and not value.isprintable():
             errors.append(
-                problem(INVENTORY, f"{key}={_show(value)} holds a control character", "write it on one line, plain")
+                problem(INVENTORY, f"{name}={_show(value)} holds a control character", "write it on one line, plain")
             )
-            values[key] = None
-    if values["site_simulated"] is not None and not isinstance(values["site_simulated"], bool):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"site_simulated={_show(values['site_simulated'])} is not a boolean",
-                "write true or false, unquoted",
-            )
-        )
-    dies = values["site_expected_dies"]
-    if dies is not None and (not _is_int(dies) or dies < 1):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"site_expected_dies={_show(dies)} is not a positive integer",
-                f"{DIES_PER_NODE} on A3 (8 modules x 2 dies)",
-            )
-        )
-    hdk = values["site_hdk_min"]
-    if hdk is not None and not (isinstance(hdk, str) and HDK_RE.fullmatch(hdk)):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"site_hdk_min={_show(hdk)} is not an HDK version like 26.0.RC1",
-                "host.hdk_min of docker/versions.yaml, as inventory/sample reads it",
-            )
-        )
-    root = values["site_shared_root"]
-    for key in ("site_shared_root", "site_model_path", "site_data_path", "site_ckpt_root", "site_install_dir"):
-        path = values[key]
-        if path is None:
-            continue
-        if not isinstance(path, str) or not os.path.isabs(path):
-            errors.append(problem(INVENTORY, f"{key}={_show(path)} is not an absolute path", "start it with /"))
-            if key == "site_shared_root":
-                root = None  # the paths under it cannot be compared with a relative root
-            continue
-        norm = os.path.normpath(path)
-        system = _system_dir(key, norm)
-        if system:
-            errors.append(problem(INVENTORY, f"{key}={_text(path)} is {system}", _dir_fix(key)))
-        elif (
-            key in ("site_model_path", "site_data_path", "site_ckpt_root")
-            and isinstance(root, str)
-            and os.path.commonpath([norm, os.path.normpath(root)]) != os.path.normpath(root)
-        ):
-            errors.append(
-                problem(
-                    INVENTORY,
-                    f"{key}={_text(path)} is not under site_shared_root={_text(root)}",
-                    f"keep it on shared storage: a path under {_text(root)}",
-                )
-            )
-    ref = values["site_image_ref"]
-    if ref is not None and not (isinstance(ref, str) and IMAGE_RE.fullmatch(ref)):
-        errors.append(
-            problem(INVENTORY, f"site_image_ref={_show(ref)} is not an image reference", "name:tag or name@sha256:...")
-        )
-    source = values["site_image_source"]
-    if source is not None and source not in ("registry", "tarball"):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"site_image_source={_show(source)} must be registry or tarball",
-                "registry (every host pulls site_image_ref) or tarball (site_image_tarball, a `docker save` file "
-                "on the control node)",
-            )
-        )
-    tarball = values["site_image_tarball"]
-    # Only where this run distributes the image: `--tags preflight` checks the hosts before the image exists.
-    if (
-        source == "tarball"
-        and tarball is not None
-        and control.get("image_stage", True)
-        and not (isinstance(tarball, str) and os.path.isfile(tarball))
-    ):
-        errors.append(
-            problem(
-                CONTROL,
-                f"site_image_tarball={_text(tarball)} does not exist",
-                f"`docker save {ref if isinstance(ref, str) else 'IMAGE'} -o {_text(tarball)}` (a check that "
-                "contacts no host: deploy.yml --tags preflight)",
-            )
-        )
-    ports = []
-    for key in ("site_ray_port", "site_dashboard_port"):
-        port = values[key]
-        if port is None:
-            continue
-        if not _is_int(port) or not 1 <= port <= 65535:
-            errors.append(
-                problem(
-                    INVENTORY,
-                    f"{key}={_show(port)} is not a TCP port number",
-                    f"a port number 1-65535, default {PORT_DEFAULTS[key]}",
-                )
-            )
-        else:
-            ports.append(port)
-    if len(ports) == 2 and ports[0] == ports[1]:
+            values[name] = None
+    for field in fields(SITE):
+        if values[field.name] is not None or field.kind == "secret_files":
+            errors += KINDS[field.kind.split(":")[0]](field, values[field.name], values, control)
+    ports = [values[k] for k in ("site_ray_port", "site_dashboard_port")]
+    if all(_is_int(p) and 1 <= p <= 65535 for p in ports) and ports[0] == ports[1]:
         errors.append(
             problem(
                 INVENTORY,
                 f"site_ray_port and site_dashboard_port are both {ports[0]}",
                 f"give them different ports, by default {RAY_GCS_PORT} and {RAY_DASHBOARD_PORT}",
-            )
-        )
-
-    link = site.get("site_inter_server_link", "roce")
-    if not (isinstance(link, str) and link in LINK_MODES):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"site_inter_server_link={_show(link)} must be roce or hccs",
-                "roce unless the hosts are one A3 SuperPoD whose HCCS carries the traffic between servers",
             )
         )
 
@@ -182,9 +92,127 @@ def check_site(site: dict[str, Any], control: dict[str, Any]) -> list[str]:
     for path in control.get("required_files", []):
         if not os.path.isfile(path):
             errors.append(problem(CONTROL, f"{_text(path)} is missing", "check out the whole repository"))
-    errors += check_names(site)
-    errors += check_secret_files(site.get("site_secret_files"))
+    errors += check_names(site, SITE, INVENTORY)
     return errors
+
+
+# The checks by kind (contracts/inventory.py's `kind`): each takes the field, its value (set, one line), every site
+# value (for relations to other fields) and the control node's facts, and returns problem lines.
+Check = Callable[[InventoryField, Any, dict[str, Any], dict[str, Any]], list[str]]
+
+
+def _wrong(field: InventoryField, value: Any, what: str, fix: str) -> list[str]:
+    return [problem(INVENTORY, f"{field.name}={_show(value)} {what}", field.fix or fix)]
+
+
+def _boolean(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    return [] if isinstance(value, bool) else _wrong(field, value, "is not a boolean", "write true or false, unquoted")
+
+
+def _die_count(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    if _is_int(value) and value >= 1:
+        return []
+    return _wrong(field, value, "is not a positive integer", f"{DIES_PER_NODE} on A3 (8 modules x 2 dies)")
+
+
+def _matching(pattern: re.Pattern[str], what: str, fix: str) -> Check:
+    def check(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+        if isinstance(value, str) and pattern.fullmatch(value):
+            return []
+        return _wrong(field, value, f"is not {what}", fix)
+
+    return check
+
+
+def _folder(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    """An absolute path; a mount point or a folder deploy.yml owns must not be a system folder; a path on shared
+    storage must be under site_shared_root."""
+    if not isinstance(value, str) or not os.path.isabs(value):
+        return [problem(INVENTORY, f"{field.name}={_show(value)} is not an absolute path", "start it with /")]
+    norm = os.path.normpath(value)
+    if field.kind == "shared_path":
+        root = values.get("site_shared_root")
+        if isinstance(root, str) and os.path.isabs(root):
+            root = os.path.normpath(root)
+            if os.path.commonpath([norm, root]) != root:
+                return [
+                    problem(
+                        INVENTORY,
+                        f"{field.name}={_text(value)} is not under site_shared_root={_text(root)}",
+                        f"keep it on shared storage: a path under {_text(root)}",
+                    )
+                ]
+        return []
+    why = ""
+    if norm in OS_DIRS or (field.kind == "own_folder" and norm in PARENT_DIRS):
+        why = "a system folder"
+    for tree in VOLATILE_TREES:
+        if norm.startswith(tree + "/"):
+            why = f"under {tree}"
+    return [problem(INVENTORY, f"{field.name}={_text(value)} is {why}", field.fix)] if why else []
+
+
+def _choice(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    options = field.kind.split(":", 1)[1].split(",")
+    if isinstance(value, str) and value in options:
+        return []
+    return _wrong(field, value, "must be " + " or ".join(options), "")
+
+
+def _control_file(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    """The image tarball, where this run distributes the image: `--tags preflight` checks the hosts before the
+    image exists."""
+    if values.get("site_image_source") != "tarball" or not control.get("image_stage", True):
+        return []
+    if isinstance(value, str) and os.path.isfile(value):
+        return []
+    ref = values.get("site_image_ref")
+    return [
+        problem(
+            CONTROL,
+            f"{field.name}={_text(value)} does not exist",
+            f"`docker save {ref if isinstance(ref, str) else 'IMAGE'} -o {_text(value)}` (a check that "
+            "contacts no host: deploy.yml --tags preflight)",
+        )
+    ]
+
+
+def _port(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    if _is_int(value) and 1 <= value <= 65535:
+        return []
+    return _wrong(field, value, "is not a TCP port number", f"a port number 1-65535, default {field.default}")
+
+
+def _mapping(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    if isinstance(value, dict):
+        return []
+    return _wrong(field, value, "is not a map", "write it as NAME: value lines under it (docs/contracts.md, section 1)")
+
+
+def _secret_files(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    return check_secret_files(value)
+
+
+KINDS: dict[str, Check] = {
+    "boolean": _boolean,
+    "die_count": _die_count,
+    "hdk_version": _matching(HDK_RE, "an HDK version like 26.0.RC1", ""),
+    "mount_folder": _folder,
+    "own_folder": _folder,
+    "shared_path": _folder,
+    "image_ref": _matching(IMAGE_RE, "an image reference", "name:tag or name@sha256:..."),
+    "choice": _choice,
+    "control_file": _control_file,
+    "port": _port,
+    "text": _matching(ARCH_RE, "a CPU architecture name", "aarch64 on A3 (what `uname -m` prints)"),
+    "secret_files": _secret_files,
+    "mapping": _mapping,
+    "governor": _matching(
+        GOVERNOR_RE,
+        "a CPU frequency governor name",
+        "one of the names in /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors, e.g. performance",
+    ),
+}
 
 
 def check_secret_files(files: Any) -> list[str]:
@@ -218,50 +246,4 @@ def check_secret_files(files: Any) -> list[str]:
                     f"chmod 600 {_text(path)}",
                 )
             )
-    return errors
-
-
-def _system_dir(key: str, norm: str) -> str:
-    """Why `norm` cannot be this setting's folder ("" when it can)."""
-    if key not in ("site_install_dir", "site_shared_root"):
-        return ""
-    if norm in OS_DIRS or (key == "site_install_dir" and norm in PARENT_DIRS):
-        return "a system folder"
-    for tree in VOLATILE_TREES:
-        if norm.startswith(tree + "/"):
-            return f"under {tree}"
-    return ""
-
-
-def _dir_fix(key: str) -> str:
-    if key == "site_install_dir":
-        return "a folder of its own that deploy.yml may own, e.g. /opt/verl-recipe"
-    return "the mount point of the shared file system, e.g. /mnt/shared"
-
-
-def check_names(site: dict[str, Any]) -> list[str]:
-    """site_* names nothing reads (a misspelling leaves the default in use), and other settings' values that
-    reach a root shell."""
-    errors: list[str] = []
-    for key in sorted(k for k in site if isinstance(k, str) and k.startswith("site_") and k not in KNOWN_SITE_KEYS):
-        # compared without the common `site_` prefix, which would make every name look close
-        tails = difflib.get_close_matches(key[5:], sorted(k[5:] for k in KNOWN_SITE_KEYS), n=1, cutoff=0.6)
-        hint = ["site_" + t for t in tails]
-        errors.append(
-            problem(
-                INVENTORY,
-                f"{_text(key)} is not a site setting" + (f" (did you mean {hint[0]}?)" if hint else ""),
-                f"rename it to {hint[0]}" if hint else "remove it; the site settings are listed in docs/contracts.md",
-            )
-        )
-    governor = site.get("os_tuning_cpu_governor", MISSING)
-    if governor is not MISSING and not (isinstance(governor, str) and GOVERNOR_RE.fullmatch(governor)):
-        errors.append(
-            problem(
-                INVENTORY,
-                f"os_tuning_cpu_governor={_show(governor)} is not a CPU frequency governor name",
-                "one of the names in /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors, e.g. "
-                "performance",
-            )
-        )
     return errors

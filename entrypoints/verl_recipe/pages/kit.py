@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-IMAGE_RECORD = Path("/opt/verl-recipe/image-manifest.json")
+from ..contracts import runfiles
+
+IMAGE_RECORD = Path(runfiles.IMAGE_RECORD_DIR) / runfiles.IMAGE_RECORD_FILE
 
 # The frame of both pages: colours, header, cards, sections.
 BASE_CSS = """

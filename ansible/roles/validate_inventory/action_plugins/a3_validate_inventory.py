@@ -17,10 +17,9 @@ from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
 # The control node runs Ansible from the project's virtual environment, where the package is installed; the role's
 # first task refuses, in one line, a Python without it before this plugin is loaded.
+from verl_recipe.contracts.inventory import HOST, PREFIXES, SITE
 from verl_recipe.inventory import (
     HOST_KEYS,
-    KNOWN_SITE_KEYS,
-    OPTIONAL_SITE_KEYS,
     SITE_KEYS,
     check_hosts,
     check_site,
@@ -48,16 +47,18 @@ class ActionModule(ActionBase):
         for name in nodes:
             hv = hostvars[name]
             hosts[name] = {k: hv[k] for k in HOST_KEYS if k in hv}
+            # Only the names of unknown a3_* variables are read (their values are never templated).
+            for key in list(hv.keys()):
+                if isinstance(key, str) and key.startswith(PREFIXES[HOST]) and key not in HOST_KEYS:
+                    hosts[name][key] = None
         # Site variables live in group `all`; read them as the hosts see them (first node, else this play).
         source = hostvars[nodes[0]] if nodes else task_vars
-        site = {k: source[k] for k in SITE_KEYS + OPTIONAL_SITE_KEYS if k in source}
-        if "os_tuning_cpu_governor" in source:
-            site["os_tuning_cpu_governor"] = source["os_tuning_cpu_governor"]
+        site = {k: source[k] for k in SITE_KEYS if k in source}
         # Every site_* name any host sees (group_vars, host_vars, extra vars), to refuse the unknown ones. Only the
         # names are read: the values of unknown keys are never templated.
         for vars_of in [hostvars[n] for n in nodes] or [task_vars]:
             for key in list(vars_of.keys()):
-                if isinstance(key, str) and key.startswith("site_") and key not in KNOWN_SITE_KEYS:
+                if isinstance(key, str) and key.startswith(PREFIXES[SITE]) and key not in SITE_KEYS:
                     site.setdefault(key, None)
         control = {
             "ansible_version": ANSIBLE_CORE_VERSION,
