@@ -14,10 +14,12 @@ preflight: venv ## Read-only checks of every host in INVENTORY, one table of all
 
 # The training run on the head of INVENTORY, as typed there (`docker compose run --rm train-<model>`), streamed here.
 ARGS ?=
+# The head account that starts the run (default: the inventory's first site_operators entry).
+OPERATOR ?=
 
 .PHONY: train
 train: venv ## Start RECIPE on the head of INVENTORY and stream it: make train RECIPE=qwen3.5-397b INVENTORY=... ARGS=--rehearse
-	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' -- $(ARGS)
+	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)' -- $(ARGS)
 
 .PHONY: lint-ansible
 lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --strict on ansible/

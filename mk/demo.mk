@@ -13,12 +13,12 @@ image-sim-tar: image-sim ## verl-recipe:sim saved as the tarball the simulated i
 SIM_IMAGE_TGZ ?= build/images/verl-recipe-sim.tar.gz
 
 .PHONY: image-sim-tgz
-image-sim-tgz: image-sim
+image-sim-tgz: image-sim ## verl-recipe:sim saved gzip-compressed (what make demo and make bench distribute)
 	mkdir -p $(dir $(SIM_IMAGE_TGZ))
 	docker save verl-recipe:sim | gzip -1 > $(SIM_IMAGE_TGZ).part
 	mv $(SIM_IMAGE_TGZ).part $(SIM_IMAGE_TGZ)
 
 .PHONY: demo
-demo: host-deps compose-plugin image-sim-tgz sim-image ## Simulated cluster -> deploy.yml -> docker compose run train-397b --rehearse
+demo: host-deps compose-plugin image-sim-tgz sim-image ## Simulated cluster -> deploy.yml -> train-397b --rehearse -> 3 GRPO steps of train-35b-fsdp (CPU)
 	NODES='$(NODES)' SIM_NAME='$(SIM_NAME)' RECIPE='$(RECIPE)' KEEP='$(KEEP)' PY='$(PY)' IMAGE_TARBALL='$(CURDIR)/$(SIM_IMAGE_TGZ)' \
 	  bash scripts/sim_demo.sh

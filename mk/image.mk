@@ -57,7 +57,7 @@ image-sim: image-runtime-sim ## Build verl-recipe:sim: the recipe layer on the s
 
 # The recipe layer alone (seconds): RUNTIME_IMAGE and RECIPE_IMAGE name the images.
 .PHONY: image-recipe
-image-recipe: venv
+image-recipe: venv ## The recipe layer alone, offline, in seconds: RUNTIME_IMAGE=... RECIPE_IMAGE=...
 	@test -n "$(RUNTIME_IMAGE)" -a -n "$(RECIPE_IMAGE)" || { echo "image-recipe: set RUNTIME_IMAGE and RECIPE_IMAGE" >&2; exit 2; }
 	# --network none: the recipe layer downloads nothing, so it builds offline and in seconds.
 	mkdir -p $(IMAGE_BUILD_DIR)
@@ -83,7 +83,7 @@ base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the reg
 
 # The NPU build arguments, written first so that a bad SOC stops everything before anything starts.
 .PHONY: npu-args
-npu-args: venv
+npu-args: venv ## Write the NPU build arguments for SOC (a3|a2) from docker/versions.yaml
 	mkdir -p $(IMAGE_BUILD_DIR)
 	$(IMAGETOOL) build-args npu --soc $(SOC) > $(IMAGE_BUILD_DIR)/npu-$(SOC).args
 

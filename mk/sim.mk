@@ -5,6 +5,14 @@ SIM_SUBNET    ?=
 SIM_INVENTORY ?=
 SIM_SHARED_DIR ?=
 SIM_LINK      ?=
+# A site profile (docs/simulated-cluster.md, "Site profiles"): real-site, or its parts one by one; SIM_SEED repeats
+# a cluster's random choices; SIM_HOSTS_FILE=none leaves hosts.yml to `make inventory`.
+SIM_PROFILE   ?=
+SIM_ADDRESSES ?=
+SIM_NPU_SMI   ?=
+SIM_HDK       ?=
+SIM_SEED      ?=
+SIM_HOSTS_FILE ?=
 HOST          ?=
 FAULT         ?=
 FORCE         ?=
@@ -13,6 +21,8 @@ SIM_HOST_IMAGE ?= verl-recipe-sim-host:bookworm
 SIM_SIZES     ?= 1,4,16
 SIMCTL = SIM_NAME='$(SIM_NAME)' SIM_SUBNET='$(SIM_SUBNET)' SIM_INVENTORY='$(SIM_INVENTORY)' \
   SIM_SHARED_DIR='$(SIM_SHARED_DIR)' SIM_LINK='$(SIM_LINK)' SIM_HOST_IMAGE='$(SIM_HOST_IMAGE)' \
+  SIM_PROFILE='$(SIM_PROFILE)' SIM_ADDRESSES='$(SIM_ADDRESSES)' SIM_NPU_SMI='$(SIM_NPU_SMI)' SIM_HDK='$(SIM_HDK)' \
+  SIM_SEED='$(SIM_SEED)' SIM_HOSTS_FILE='$(SIM_HOSTS_FILE)' \
   $(PY) docker/sim-host/simctl.py
 
 .PHONY: base-image
@@ -24,7 +34,7 @@ sim-image: base-image venv ## Simulated A3 host image (verl-recipe-sim-host:book
 	bash docker/sim-host/build.sh '$(SIM_HOST_IMAGE)' $(VENV)/bin/docker-compose '$(BASE_IMAGE_TAG)'
 
 .PHONY: sim-up
-sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write their inventory
+sim-up: sim-image ## Start NODES simulated A3 hosts (1-16, default 3) and write their inventory (SIM_PROFILE=real-site)
 	$(SIMCTL) up --nodes '$(NODES)'
 
 # Every recipe by default: the demo may run any of them; tests and the bench seed the same set.
@@ -59,7 +69,7 @@ sim-measure: sim-image ## Start-up time and memory per host for SIM_SIZES hosts 
 	SIM_NAME='$(SIM_NAME)-measure' $(PY) -m bench.simcost --sizes '$(SIM_SIZES)' --output build/sim-measure.json
 
 .PHONY: test-sim
-test-sim: venv ## Tests of the simulated cluster only (unit + a 3-host cluster)
+test-sim: venv ## pytest tests/sim: the stand-in tools, a 3-host and the 16-host cluster (Docker; no marker filter)
 	$(VENV)/bin/pytest tests/sim $(PYTEST_ARGS)
 
 .PHONY: test-sim-16

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate the generated parts of README and docs/ from their sources: recipes, the settings vocabulary, the
-versions manifest, the health rules. Each part sits between `<!-- BEGIN generated:KEY -->` and `<!-- END ... -->`.
+"""Regenerate the generated parts of docs/ and the compose files from their sources: recipes, the settings
+vocabulary, the versions manifest, the health rules, the inventory fields, the simulated faults. Each part sits
+between `<!-- BEGIN generated:KEY -->` and `<!-- END ... -->` (in YAML, between comment lines).
 
 `--check` fails (exit 1) when a file is out of date, so docs cannot drift from the code.
 """
@@ -24,7 +25,7 @@ from verl_recipe.contracts.health_rules import markdown_table as health_rules_ta
 from verl_recipe.recipes import load_recipe, recipe_names, service_name  # noqa: E402
 from verl_recipe.settings import SETTINGS  # noqa: E402
 
-README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
 def recipes_table() -> str:
@@ -107,19 +108,20 @@ def _fault_table() -> str:
 
 # File -> its generated parts.
 SECTIONS = {
-    README: {"recipes": recipes_table, "settings": settings_table, "versions": versions_table},
-    ROOT / "docs" / "watch.md": {"health-rules": health_rules_table},
-    ROOT / "docs" / "contracts.md": {
+    DOCS / "settings.md": {"recipes": recipes_table, "settings": settings_table},
+    DOCS / "versions.md": {"versions": versions_table},
+    DOCS / "watch.md": {"health-rules": health_rules_table},
+    DOCS / "contracts.md": {
         "inventory-hosts": lambda: inventory.markdown_table(inventory.HOST),
         "inventory-site": lambda: inventory.markdown_table(inventory.SITE),
     },
-    ROOT / "docs" / "simulated-cluster.md": {"faults": _fault_table},
+    DOCS / "simulated-cluster.md": {"faults": _fault_table},
     ROOT / "compose.yaml": {"train-services": compose_train_services},
     ROOT / "compose.sim.yaml": {"train-services": compose_sim_train_services},
 }
 
 
-def render(text: str, sections: dict[str, Callable[[], str]], name: str = "README.md") -> str:
+def render(text: str, sections: dict[str, Callable[[], str]], name: str = "settings.md") -> str:
     # Markdown marks a generated part with HTML comments, YAML with comment lines.
     begin, end = ("  # ", "") if name.endswith((".yaml", ".yml")) else ("<!-- ", " -->")
     for key, fn in sections.items():
@@ -150,7 +152,7 @@ def main() -> int:
         if stale:
             print(f"{', '.join(map(str, stale))} out of date: run `make docs` and commit", file=sys.stderr)
             return 1
-        print("the generated parts of README.md, docs/ and the compose files match their sources")
+        print("the generated parts of docs/ and the compose files match their sources")
     return 0
 
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Start a training run on the Ray head of an inventory from the control node, and stream its output.
 
-`make train RECIPE=qwen3.5-397b INVENTORY=inventory/<site> ARGS="--rehearse"` runs, on the head host, exactly what a
-user types there: `cd <site_install_dir> && docker compose run --rm train-<model> <ARGS>`. The SSH connection takes
-the inventory's own settings (user, port, key, known_hosts), so host keys are checked as deploy.yml checks them.
-Exit code: the remote command's (2: refused launch, 3: cluster not ready; README "Exit codes"), 2 for a bad request
-here.
+`make train RECIPE=qwen3.5-397b INVENTORY=inventory/<site> ARGS="--rehearse"` runs, on the head host, exactly what
+an operator types there: `sudo -n /usr/local/sbin/verl-train train-<model> <ARGS>` (deploy.yml's wrapper for the
+inventory's site_operators), logged in as OPERATOR (default: the first of site_operators). An inventory that names
+no operator keeps the older way: the deploy account runs `docker compose run --rm train-<model> <ARGS>` in the
+install folder, which needs that account in group docker. The SSH connection takes the inventory's own settings
+(port, key, known_hosts), so host keys are checked as deploy.yml checks them. Exit code: the remote command's (2:
+refused launch, 3: cluster not ready; docs/cli.md), 2 for a bad request here.
 """
 
 from __future__ import annotations
@@ -52,7 +54,10 @@ def inventory(path: str) -> dict:
     return json.loads(p.stdout)
 
 
-def head_ssh(inv: dict, inv_dir: Path) -> tuple[list[str], str, str]:
+WRAPPER = "/usr/local/sbin/verl-train"  # ansible/roles/operator (operator_wrapper)
+
+
+def head_ssh(inv: dict, inv_dir: Path, operator: str = "") -> tuple[list[str], str, str, bool]:
     heads = inv.get("ray_head", {}).get("hosts", [])
     if len(heads) != 1:
         raise ValueError(f"the inventory must have exactly one host in group ray_head, found {heads or 'none'}")
@@ -66,20 +71,22 @@ def head_ssh(inv: dict, inv_dir: Path) -> tuple[list[str], str, str]:
         key = Path(str(hv["ansible_ssh_private_key_file"]))
         cmd += ["-i", str(key if key.is_absolute() else inv_dir / key)]
     cmd += shlex.split(str(hv.get("ansible_ssh_common_args", "")))
-    user = hv.get("ansible_user")
+    operators = hv.get("site_operators") or []
+    user = operator or (operators[0] if operators else hv.get("ansible_user"))
     # The destination goes after `--` (ssh then reads no option from it); a value that is no host name is refused
     # here too, as deploy.yml's validation refuses it.
-    for name, value in (("ansible_host", target), ("ansible_user", user)):
+    for name, value in (("ansible_host", target), ("OPERATOR" if operator or operators else "ansible_user", user)):
         if value is not None and not SSH_WORD.fullmatch(str(value)):
             raise ValueError(f"{head}: {name}={str(value)[:80]!r} is not a plain host or user name")
     install_dir = str(hv.get("site_install_dir", "/opt/verl-recipe"))
-    return cmd, (f"{user}@{target}" if user else str(target)), install_dir
+    return cmd, (f"{user}@{target}" if user else str(target)), install_dir, bool(operator or operators)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recipe", required=True)
     ap.add_argument("--inventory", required=True, help="inventory folder or file (relative to ansible/ or absolute)")
+    ap.add_argument("--operator", default="", help="the head account to log in as (default: site_operators[0])")
     ap.add_argument("--print-only", action="store_true", help="print the SSH command instead of running it")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="arguments of `verl-recipe train` (--rehearse, --set ...)")
     ns = ap.parse_args(argv)
@@ -92,11 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     if not inv_abs.exists():
         return fail(f"INVENTORY={ns.inventory} does not exist; fix: give the inventory folder deploy.yml used")
     try:
-        ssh, target, install_dir = head_ssh(inventory(str(inv_abs)), inv_abs if inv_abs.is_dir() else inv_abs.parent)
+        ssh, target, install_dir, wrapped = head_ssh(
+            inventory(str(inv_abs)), inv_abs if inv_abs.is_dir() else inv_abs.parent, ns.operator
+        )
     except ValueError as e:
         return fail(f"{e}; fix: correct INVENTORY={ns.inventory}")
-    args = [a for a in ns.args if a != "--"]
-    remote = f"cd {shlex.quote(install_dir)} && docker compose run --rm {service} {shlex.join(args)}".rstrip()
+    # make passes `-- $(ARGS)`: only that first `--` is make's; a `--` inside ARGS separates verl-recipe's own
+    # arguments from the extra Hydra overrides and must reach the head as it was typed.
+    args = ns.args[1:] if ns.args[:1] == ["--"] else list(ns.args)
+    if wrapped:
+        remote = f"sudo -n {WRAPPER} {service} {shlex.join(args)}".rstrip()
+    else:
+        remote = f"cd {shlex.quote(install_dir)} && docker compose run --rm {service} {shlex.join(args)}".rstrip()
     # A terminal gets a terminal on the head, so Ctrl-C reaches the run; pipes stream plainly.
     cmd = [*ssh, *(["-tt"] if sys.stdin.isatty() else []), "--", target, remote]
     if ns.print_only:

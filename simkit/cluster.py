@@ -57,14 +57,34 @@ class SimCluster:
     def make(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
         return make(*args, f"SIM_NAME={self.name}", f"SIM_INVENTORY={self.inventory}", timeout=timeout)
 
-    def up(self, link: str = "") -> float:
-        """`make sim-up` (which builds the host image first when it changed); returns its seconds."""
+    def up(self, link: str = "", profile: str = "") -> float:
+        """`make sim-up` (which builds the host image first when it changed); returns its seconds. A profile
+        (real-site) leaves hosts.yml to `make inventory`, which reads it from the hosts as a site does."""
         t0 = time.monotonic()
         link_var = [f"SIM_LINK={link}"] if link else []
-        checked(self.make("sim-up", f"NODES={self.nodes}", "SIM_SUBNET=auto", *link_var), f"sim-up {self.name}")
-        secs = time.monotonic() - t0
+        profile_vars = [f"SIM_PROFILE={profile}", "SIM_HOSTS_FILE=none"] if profile else []
+        up = checked(
+            self.make("sim-up", f"NODES={self.nodes}", "SIM_SUBNET=auto", *link_var, *profile_vars),
+            f"sim-up {self.name}",
+        )
         self.info = json.loads((self.inventory / "cluster.json").read_text())
-        return secs
+        if profile:
+            self.inventory_from_hosts()
+            assert "hosts.yml not written: make inventory" in up.stdout, up.stdout[-2000:]
+        return time.monotonic() - t0
+
+    def inventory_from_hosts(self) -> subprocess.CompletedProcess[str]:
+        """`make inventory` as the README's runbook types it, into this cluster's inventory folder."""
+        p = make(
+            "inventory",
+            f"SITE={self.name}",
+            "HOSTS=" + " ".join(self.ip(h) for h in self.hosts),
+            f"SSH_KEY={self.inventory / 'id_ed25519'}",
+            f"KNOWN_HOSTS={self.inventory / 'known_hosts'}",
+            f"INVENTORY_OUT={self.inventory}",
+            timeout=600,
+        )
+        return checked(p, "make inventory")
 
     def down(self) -> subprocess.CompletedProcess[str]:
         return self.make("sim-down")
@@ -160,8 +180,8 @@ class SimCluster:
         Returns the extra-vars file naming the tarball."""
         site = self.site_vars()
         files = {
-            f"{site['site_model_path']}/config.json": '{"model_type": "qwen3_5_moe"}',
-            f"{site['site_model_path']}/model-00001-of-00001.safetensors": "weights",
+            **{f"{path}/config.json": '{"model_type": "qwen3_5_moe"}' for path in site["site_models"].values()},
+            **{f"{path}/model-00001-of-00001.safetensors": "weights" for path in site["site_models"].values()},
             f"{site['site_data_path']}/train.parquet": "train",
             f"{site['site_data_path']}/test.parquet": "test",
         }
@@ -209,12 +229,12 @@ def leftovers(name: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_cluster(name: str, nodes: int, workdir: Path, link: str = "") -> Iterator[SimCluster]:
+def running_cluster(name: str, nodes: int, workdir: Path, link: str = "", profile: str = "") -> Iterator[SimCluster]:
     """A cluster under a test-only name, its inventory in `workdir`, removed on exit even after a failure;
     nothing of it may be left."""
     c = SimCluster(name, nodes, workdir / name, workdir)
     try:
-        c.up(link)
+        c.up(link, profile)
         yield c
     finally:
         c.down()
@@ -225,12 +245,12 @@ def running_cluster(name: str, nodes: int, workdir: Path, link: str = "") -> Ite
 
 @contextlib.contextmanager
 def deployed_cluster(
-    name: str, nodes: int, workdir: Path
+    name: str, nodes: int, workdir: Path, profile: str = ""
 ) -> Iterator[tuple[SimCluster, subprocess.CompletedProcess[str]]]:
     """`running_cluster` after the README's quickstart: the image tarball, the site's placeholder model and data,
     `make deploy`, which must succeed. Yields the cluster and deploy's output."""
     checked(make("image-sim-tar"), "make image-sim-tar")
-    with running_cluster(name, nodes, workdir) as c:
+    with running_cluster(name, nodes, workdir, profile=profile) as c:
         c.seed()
         res = c.make_deploy()
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]

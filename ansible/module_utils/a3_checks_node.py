@@ -49,13 +49,20 @@ def platform_checks(p: dict[str, Any]) -> list[PreflightRow]:
     ]
 
 
+def host_mem_gib(p: dict[str, Any]) -> float | None:
+    """MemTotal in GiB, None when the file holds no number: what deploy.yml writes as HOST_MEM_GIB (node_env)."""
+    raw = parse_colon(read(p["meminfo_file"]) or "").get("memtotal")
+    words = (raw or "").split()
+    kib = as_int(words[0]) if words else None
+    return None if kib is None else kib / 2**20
+
+
 def memory_check(p: dict[str, Any]) -> PreflightRow:
     meminfo = parse_colon(read(p["meminfo_file"]) or "")
     want = p["min_host_ram_gib"]
     raw = meminfo.get("memtotal")
-    words = (raw or "").split()
-    kib = as_int(words[0]) if words else None
-    if kib is None:
+    gib = host_mem_gib(p)
+    if gib is None:
         return check(
             "host_memory",
             False,
@@ -63,7 +70,6 @@ def memory_check(p: dict[str, Any]) -> PreflightRow:
             f">= {want:g} GiB",
             f"`grep MemTotal {p['meminfo_file']}` on the host must print the memory in kB; check the kernel's /proc",
         )
-    gib = kib / 2**20
     return check(
         "host_memory",
         gib >= want,
@@ -296,8 +302,9 @@ def storage_checks(p: dict[str, Any], docker_root: str) -> list[PreflightRow]:
         )
     )
     problems = []
-    if not os.path.isfile(os.path.join(p["model_path"], "config.json")):
-        problems.append(f"{p['model_path']}/config.json missing")
+    for model in p["model_paths"]:
+        if not os.path.isfile(os.path.join(model, "config.json")):
+            problems.append(f"{model}/config.json missing")
     for path in p["data_files"]:
         if not os.path.isfile(path) or os.path.getsize(path) == 0:
             problems.append(f"{path} missing or empty")

@@ -8,6 +8,9 @@ how status and teardown find them. The inventory (hosts.yml, group_vars/all/sim.
 the hosts' known_hosts) is written to ansible/inventory/sim/ for the default name, ansible/inventory/<name>/ else.
 With --link hccs (SIM_LINK=hccs) the inventory sets site_inter_server_link: hccs and lists each host's a3_vnic_ips
 as the host's own `hccn_tool -i <die> -vnic -g` reports them; `link roce|hccs` rewrites a running cluster's.
+--profile real-site (SIM_PROFILE) makes the hosts differ the way real sites do (random NPU and vNIC addresses, npu-smi
+only in /usr/local/sbin on some hosts, mixed HDK versions; simctl_parts/profile.py); --hosts-file none leaves
+hosts.yml to `make inventory`, which reads the hosts themselves.
 Standard library plus PyYAML (to read docker/versions.yaml).
 """
 
@@ -27,6 +30,8 @@ from simctl_parts.cluster import describe, hosts_of  # noqa: E402
 from simctl_parts.common import (  # noqa: E402
     DEFAULT_NAME,
     HOST_IMAGE,
+    HOST_MEM_GIB,
+    OPERATOR_USER,
     REPO,
     SimError,
     check_name,
@@ -37,7 +42,7 @@ from simctl_parts.inventory import (  # noqa: E402
     PLANTED_SECRET,
     parse_vnic,
     planted_secret_file,
-    sim_site_launch,
+    sim_site_file,
     ssh_cmd,
     vnic_query,
     write_inventory,
@@ -49,6 +54,8 @@ from simctl_parts.power import fault, link  # noqa: E402
 __all__ = [
     "DEFAULT_NAME",
     "HOST_IMAGE",
+    "HOST_MEM_GIB",
+    "OPERATOR_USER",
     "PLANTED_SECRET",
     "REPO",
     "SimError",
@@ -77,6 +84,17 @@ def main(argv: list[str]) -> int:
     u.add_argument("--subnet", default=os.environ.get("SIM_SUBNET", ""), help="IPv4 subnet, or auto")
     u.add_argument("--shared-dir", default=os.environ.get("SIM_SHARED_DIR", ""), help="host folder instead of a volume")
     u.add_argument("--link", default=os.environ.get("SIM_LINK") or "roce", help="inter-server link: roce or hccs")
+    # How the simulated site differs from the code's assumptions, as real sites do (simctl_parts/profile.py).
+    u.add_argument("--profile", default=os.environ.get("SIM_PROFILE") or "default", help="default or real-site")
+    u.add_argument("--addresses", default=os.environ.get("SIM_ADDRESSES", ""), help="formula or random")
+    u.add_argument("--npu-smi", default=os.environ.get("SIM_NPU_SMI", ""), help="everywhere or sbin-some")
+    u.add_argument("--hdk", default=os.environ.get("SIM_HDK", ""), help="HDK versions: uniform or mixed")
+    u.add_argument("--seed", default=os.environ.get("SIM_SEED", ""), help="seed of the random choices")
+    u.add_argument(
+        "--hosts-file",
+        default=os.environ.get("SIM_HOSTS_FILE") or "write",
+        help="write (default) or none: leave hosts.yml to `make inventory`",
+    )
     sub.add_parser("down")
     sub.add_parser("status")
     ln = sub.add_parser("link", help="rewrite the inventory of a running cluster for roce or hccs")
@@ -98,7 +116,7 @@ def main(argv: list[str]) -> int:
         elif a.cmd == "link":
             link(a)
         elif a.cmd == "site-launch":
-            print(json.dumps(sim_site_launch(len(hosts_of(a.name)) or 1), indent=2, sort_keys=True))
+            print(json.dumps(sim_site_file(len(hosts_of(a.name)) or 1), indent=2, sort_keys=True))
     except SimError as e:
         print(f"simctl: {e}", file=sys.stderr)
         return 1

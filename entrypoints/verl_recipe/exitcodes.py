@@ -1,4 +1,4 @@
-"""The exit codes of every `verl-recipe` command, defined once (README lists them under "Exit codes").
+"""The exit codes of every `verl-recipe` command, defined once (docs/cli.md lists them under "Exit codes").
 
 Any other value a command returns is the training process's own exit code (or `ray start`'s, for `node`).
 """

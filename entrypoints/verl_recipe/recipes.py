@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .contracts.health_rules import THRESHOLD_DEFAULTS
 from .hydra_syntax import bare_key
 from .layers import layer_from_mapping
 from .models import MODELS, ModelArch
@@ -99,7 +100,9 @@ def load_recipe(name: str, recipe_dir: Path = RECIPE_DIR) -> Recipe:
     model_name = own.get("model")
     if model_name not in MODELS:
         raise SettingsError(f"{path}: model={model_name!r} must be one of {', '.join(MODELS)}")
-    parts = [_load_yaml(recipe_dir / "_base.yaml"), _load_yaml(recipe_dir / f"_{engine}.yaml"), own]
+    # The health rules' threshold defaults are the lowest layer: they live with the rules, not in _base.yaml.
+    defaults = {"settings": dict(THRESHOLD_DEFAULTS)}
+    parts = [defaults, _load_yaml(recipe_dir / "_base.yaml"), _load_yaml(recipe_dir / f"_{engine}.yaml"), own]
     warnings: list[str] = []
 
     def settings_of(key: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ of it from their sources."""
 
 from __future__ import annotations
 
-from .contracts.health_rules import stop_help
+from .contracts.health_rules import THRESHOLDS, stop_help
 from .settingtypes import (
     ARR,
     DEVICE_NAME,
@@ -369,49 +369,16 @@ SETTINGS: tuple[Setting, ...] = (
         optional=True,
     ),
     # health rules on verl's metric stream during a launch (health.py, docs/watch.md)
-    setting(
-        "HEALTH_MEM_GROWTH_GB",
-        "float",
-        "alert when device or host memory rises every step of HEALTH_MEM_WINDOW steps by more than this many GB",
-        domain=Domain(lo=0, lo_open=True),
-        not_rendered=HEALTH_ONLY,
-    ),
-    setting(
-        "HEALTH_MEM_WINDOW",
-        "int",
-        "steps the memory-growth rule looks back over",
-        domain=Domain(lo=2),
-        not_rendered=HEALTH_ONLY,
-        blocks_layout=False,
-    ),
-    setting(
-        "HEALTH_STEP_TIME_RATIO",
-        "float",
-        "alert when a step is this many times slower (or throughput this many times lower) than the run's first "
-        "steps after warm-up",
-        domain=Domain(lo=1, lo_open=True),
-        not_rendered=HEALTH_ONLY,
-    ),
-    setting(
-        "HEALTH_STALL_FACTOR",
-        "float",
-        "alert when no step arrives within this many times the run's median step time",
-        domain=Domain(lo=1, lo_open=True),
-        not_rendered=HEALTH_ONLY,
-    ),
-    setting(
-        "HEALTH_REWARD_DROP",
-        "float",
-        "alert when critic/rewards/mean falls this far below its running best",
-        domain=Domain(lo=0, lo_open=True),
-        not_rendered=HEALTH_ONLY,
-    ),
-    setting(
-        "HEALTH_HOST_MEM_FRACTION",
-        "float",
-        "alert when host memory in use reaches this share of the host's RAM (Ray's OOM killer acts at 0.95)",
-        domain=Domain(lo=0, hi=1, lo_open=True),
-        not_rendered=HEALTH_ONLY,
+    *(
+        setting(
+            t.name,
+            t.kind,
+            t.help,
+            domain=Domain(lo=t.lo, hi=t.hi, lo_open=t.lo_open),
+            not_rendered=HEALTH_ONLY,
+            blocks_layout=t.blocks_layout,
+        )
+        for t in THRESHOLDS
     ),
     setting(
         "HEALTH_STOP",

@@ -33,7 +33,7 @@ def problem_of(exc: SettingsError) -> Problem:
     """A settings error (SUBJECT: WHAT; fix: FIX) as one problem among the others."""
     head, _, fix = str(exc).partition("; fix: ")
     subject, _, what = head.partition(": ")
-    return Problem(subject, what or head, fix or "see the settings table in README.md")
+    return Problem(subject, what or head, fix or "see the settings table in docs/settings.md")
 
 
 def driven_keys(recipe: Recipe) -> dict[str, str]:

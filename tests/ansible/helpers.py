@@ -66,7 +66,7 @@ def valid_site(**changes: Any) -> dict[str, Any]:
         "site_expected_dies": 16,
         "site_hdk_min": "26.0.RC1",
         "site_shared_root": "/mnt/shared",
-        "site_model_path": "/mnt/shared/models/m",
+        "site_models": {"qwen3.5-397b": "/mnt/shared/models/m"},
         "site_data_path": "/mnt/shared/data",
         "site_ckpt_root": "/mnt/shared/ckpt",
         "site_image_ref": "verl-recipe:npu",

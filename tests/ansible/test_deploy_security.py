@@ -150,7 +150,9 @@ def test_governor_reaches_the_shell_as_data_only() -> None:
     ]
 
 
-def _train_on_head(tmp_path: Path, ansible_host: str) -> subprocess.CompletedProcess[str]:
+def _train_on_head(
+    tmp_path: Path, ansible_host: str, extra: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     hosts = {
         "all": {
             "children": {
@@ -161,7 +163,7 @@ def _train_on_head(tmp_path: Path, ansible_host: str) -> subprocess.CompletedPro
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(hosts))
     argv = [sys.executable, str(REPO / "scripts" / "train_on_head.py"), "--recipe", "qwen3.5-397b"]
-    argv += ["--inventory", str(tmp_path), "--print-only", "--", "--rehearse"]
+    argv += ["--inventory", str(tmp_path), "--print-only", "--", "--rehearse", *(extra or [])]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -186,3 +188,20 @@ def test_simulated_deploy_account_may_become_root_only() -> None:
     assert any(x.startswith("Defaults:deploy env_reset, secure_path=") for x in lines)
     docs = (REPO / "docs" / "deploy.md").read_text()
     assert "deploy ALL=(root) NOPASSWD:NOSETENV: ALL" in docs  # what the site is told is what the simulation uses
+
+
+def test_make_train_passes_hydra_overrides_after_the_second_separator(tmp_path: Path) -> None:
+    """`make train ARGS="--rehearse -- trainer.x=y"`: make's own `--` is dropped, the one inside ARGS reaches the
+    head, so verl-recipe there reads trainer.x=y as an extra Hydra override (it once arrived as an unknown
+    argument)."""
+    ok = _train_on_head(tmp_path, "10.0.0.1", extra=["--", "trainer.val_before_train=false"])
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.rstrip().endswith("train-397b --rehearse -- trainer.val_before_train=false'"), ok.stdout
+    dry = subprocess.run(
+        ["make", "-n", "train", "RECIPE=qwen3.5-397b", f"INVENTORY={tmp_path}", "ARGS=--rehearse -- a.b=1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "-- --rehearse -- a.b=1" in dry.stdout, dry.stdout

@@ -252,6 +252,14 @@ def test_hosts_real_state_after_deploy(cluster: tuple[SimCluster, Path, str]) ->
         site = yaml.safe_load(sim.output(h, "cat /opt/verl-recipe/site.yaml"))
         assert site["TRAIN_FILES"] == ["/mnt/shared/data/geo3k/train.parquet"], site  # site_data_path, site-wide
         assert site["recipes"]["qwen3.5-35b-fsdp"]["DEVICE"] == "cpu"  # the simulated site's site_launch above it
+        # each recipe's MODEL_PATH from the inventory's site_models (away from the recipes' defaults)
+        models = sim.site_vars()["site_models"]
+        assert {r: site["recipes"][r]["MODEL_PATH"] for r in models} == models, site
+        # the least memory the preflight measured (every simulated host reports the same here)
+        assert site["HOST_MEM_GIB"] == simctl.HOST_MEM_GIB, site
+        # npu-smi bound from where this host has it
+        smi = sim.output(h, "for p in /usr/local/bin/npu-smi /usr/local/sbin/npu-smi; do [ -e $p ] && echo $p; done")
+        assert e["NPU_SMI_PATH"] == smi.split()[0], (e, smi)
         # the simulated site's planted secret file: root-only on the host, named (never held) in site.yaml
         planted = f"/etc/verl-recipe/secrets/{simctl.PLANTED_SECRET}"
         assert site["secret_files"] == {simctl.PLANTED_SECRET: planted}, site

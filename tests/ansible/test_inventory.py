@@ -67,7 +67,7 @@ def _no_tarball(h: dict[str, Any], s: dict[str, Any]) -> None:
 
 
 def _model_outside_shared(h: dict[str, Any], s: dict[str, Any]) -> None:
-    s["site_model_path"] = "/data/models/Qwen3.5"
+    s["site_models"] = {"qwen3.5-397b": "/data/models/Qwen3.5"}
 
 
 CASES: list[tuple[str, Callable[[dict[str, Any], dict[str, Any]], None], str]] = [
@@ -86,7 +86,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any], dict[str, Any]], None], str]] =
     (
         "model-outside",
         _model_outside_shared,
-        "inventory: site_model_path=/data/models/Qwen3.5 is not under site_shared_root",
+        "inventory: site_models.qwen3.5-397b=/data/models/Qwen3.5 is not under site_shared_root",
     ),
 ]
 

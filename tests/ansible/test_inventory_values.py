@@ -40,7 +40,12 @@ SITE_CASES = [
     ({"site_install_dir": "/opt/"}, ["inventory: site_install_dir=/opt/ is a system folder; fix: "]),
     ({"site_install_dir": "/tmp/verl"}, ["inventory: site_install_dir=/tmp/verl is under /tmp; fix: "]),
     (
-        {"site_shared_root": "/", "site_model_path": "/m", "site_data_path": "/d", "site_ckpt_root": "/c"},
+        {
+            "site_shared_root": "/",
+            "site_models": {"qwen3.5-397b": "/m"},
+            "site_data_path": "/d",
+            "site_ckpt_root": "/c",
+        },
         ["inventory: site_shared_root=/ is a system folder; fix: the mount point of the shared file system"],
     ),
     (

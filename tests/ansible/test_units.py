@@ -227,7 +227,7 @@ def _every_inventory_problem(tmp_path: Any) -> list[str]:
         "site_expected_dies": 0,
         "site_hdk_min": "latest",
         # site_shared_root unset
-        "site_model_path": "models/Qwen3.5",
+        "site_models": {"qwen3.5-397b": "models/Qwen3.5", "qwen3.5-397B": "/mnt/shared/models/x"},
         "site_data_path": "/mnt/shared/data",
         "site_ckpt_root": "/mnt/shared/ckpt",
         "site_image_ref": "Verl Recipe",
@@ -244,7 +244,7 @@ def _every_inventory_problem(tmp_path: Any) -> list[str]:
         "site_expected_dies": 16,
         "site_hdk_min": "26.0.RC1",
         "site_shared_root": "/mnt/shared",
-        "site_model_path": "/mnt/shared/models/Qwen3.5",
+        "site_models": {"qwen3.5-397b": "/mnt/shared/models/Qwen3.5"},
         "site_data_path": "/data/geo3k",
         "site_image_ref": "verl-recipe:npu",
         "site_image_source": "ftp",
@@ -283,7 +283,9 @@ def test_every_inventory_problem_has_the_validator_shape(tmp_path: Any) -> None:
         "inventory: site_simulated='false' is not a boolean; fix: ",
         "inventory: site_expected_dies=0 is not a positive integer; fix: 16 on A3",
         "inventory: site_hdk_min='latest' is not an HDK version like 26.0.RC1; fix: host.hdk_min of docker/versions",
-        "inventory: site_model_path='models/Qwen3.5' is not an absolute path; fix: start it with /",
+        "inventory: site_models.qwen3.5-397b='models/Qwen3.5' is not an absolute path; fix: start it with /",
+        "inventory: site_models: 'qwen3.5-397B' is not a recipe (did you mean qwen3.5-397b?); fix: rename it to "
+        "qwen3.5-397b",
         "inventory: site_data_path=/data/geo3k is not under site_shared_root=/mnt/shared; fix: keep it on shared",
         "inventory: site_image_ref='Verl Recipe' is not an image reference; fix: name:tag",
         "inventory: site_image_source='ftp' must be registry or tarball; fix: registry (",

@@ -1,9 +1,11 @@
-"""verl's own GRPO trainer on the simulated cluster, as a user runs it: `docker compose run train-35b-fsdp` on the
-head of the shared 3-host cluster (tests/e2e/conftest.py), with the simulated site's tiny layout (DEVICE=cpu: the
-CPU stand-ins of verl-recipe:sim). Proven here: the job on the cluster's Ray with its token, FSDP2 ranks on two
-hosts (gloo across the cluster network), data from shared storage, the reward, weight sync to the stand-in rollout,
-a checkpoint on shared storage each step, the run record with verl's metrics; then a host lost mid-run (exit 3,
-named) and the same command resuming from the latest checkpoint without counting a step twice."""
+"""verl's own GRPO trainer on the simulated cluster, as a user runs it: `make train` from the control node as the
+inventory's operator (verl-train on the head of the shared real-site 3-host cluster, tests/e2e/conftest.py), with
+the simulated site's tiny layout (DEVICE=cpu: the CPU stand-ins of verl-recipe:sim) and the model path from the
+inventory's site_models. Proven here: the job on the cluster's Ray with its token, FSDP2 ranks on two hosts (gloo
+across the cluster network), data from shared storage, the reward, weight sync to the stand-in rollout, a
+checkpoint on shared storage each step, the run record with verl's metrics and the Hydra override typed after `--`;
+then a host lost mid-run (exit 3, named) and the same command (`docker compose run` as root on the head) resuming
+from the latest checkpoint without counting a step twice."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import time
 import pytest
 
 from simkit.cluster import SimCluster
-from simkit.paths import simctl
+from simkit.paths import REPO, simctl
 from tests.e2e.test_train_rehearsal import COMPOSE, all_joined, on_host
 
 pytestmark = pytest.mark.docker
@@ -81,17 +83,36 @@ def leaks(c: SimCluster, secret: str) -> dict[str, str]:
     return found
 
 
-def test_compose_run_train_35b_fsdp_trains_on_two_hosts(cluster: SimCluster) -> None:
+# An extra Hydra override after ARGS' own `--` (verl's default value: the run is the same, the record shows it).
+OVERRIDE = "trainer.log_val_generations=0"
+
+
+def test_make_train_35b_fsdp_as_the_operator_trains_on_two_hosts(cluster: SimCluster) -> None:
+    """The runbook's command from the control node: `make train` logs in to the head as the inventory's operator
+    (not the deploy account, which has no docker group here) and runs verl-train with a Hydra override."""
     c = cluster
-    p = on_host(c, "a3-01", TRAIN, timeout=RUN_TIMEOUT_S)
+    p = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "train", "RECIPE=qwen3.5-35b-fsdp",
+         f"INVENTORY={c.inventory}", f"ARGS=-- {OVERRIDE}"],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-5000:]
+    assert f"{simctl.OPERATOR_USER}@" in out, out[:2000]
+    assert f"sudo -n /usr/local/sbin/verl-train train-35b-fsdp -- {OVERRIDE}" in out, out[:2000]
     assert "CPU STAND-INS" in out, "the run says what is not real in it"
     run_dir = runs(c, "qwen3.5-35b-fsdp")[-1]
     outcome = read_json(c, f"{run_dir}/outcome.json")
     assert outcome["exit_code"] == 0
     settings = read_json(c, f"{run_dir}/settings.json")
     assert "STAND-INS" in settings["standin"]
+    # the model path from the inventory's site_models (away from the recipe's default), and the override
+    model = c.site_vars()["site_models"]["qwen3.5-35b-fsdp"]
+    assert settings["settings"]["MODEL_PATH"]["value"] == model, settings["settings"]["MODEL_PATH"]
+    assert OVERRIDE in on_host(c, "a3-01", f"cat {run_dir}/command.sh").stdout
+    # the least memory of the hosts (the real-site profile gives them different amounts), measured by the preflight
+    least = min(int(h["mem_gib"]) for h in c.info["hosts"])
+    assert settings["settings"]["HOST_MEM_GIB"]["value"] in (least, str(least)), settings["settings"]["HOST_MEM_GIB"]
     assert settings["settings"]["DEVICE"] == {
         "value": "cpu",
         "from": "site file /etc/verl-recipe/site.yaml (recipes.qwen3.5-35b-fsdp)",
@@ -123,7 +144,8 @@ def test_compose_run_train_35b_fsdp_trains_on_two_hosts(cluster: SimCluster) -> 
 def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) -> None:
     c = cluster
     before = set(runs(c, "e2e-lost-node"))
-    proc = c.popen("a3-01", f"cd /opt/verl-recipe && {TRAIN} {LOST}")
+    # as root on the head (the deploy account has no docker group on this site)
+    proc = c.popen("a3-01", "sudo -n sh -c " + shlex.quote(f"cd /opt/verl-recipe && {TRAIN} {LOST}"))
     victim = ""
     try:
         end = time.monotonic() + RUN_TIMEOUT_S

@@ -35,8 +35,9 @@ def scale(recipe: str, nodes: int) -> str:
 
 
 def on_host(c: SimCluster, host: str, command: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """A shell command in /opt/verl-recipe on a simulated host, over SSH with host key checking."""
-    return c.ssh(host, "bash", "-c", f"cd /opt/verl-recipe && {command}", timeout=timeout)
+    """A shell command in /opt/verl-recipe on a simulated host, as root (the site's administrator), over SSH with
+    host key checking: the shared cluster is a real-site one, whose deploy account has no docker group."""
+    return c.ssh(host, "sudo", "-n", "bash", "-c", f"cd /opt/verl-recipe && {command}", timeout=timeout)
 
 
 def all_joined(c: SimCluster, within_s: float = 300) -> subprocess.CompletedProcess[str]:

@@ -210,3 +210,20 @@ def test_a_stopping_rule_ends_the_launch_with_exit_5_and_records_it(
     assert "alert nan: actor/pg_loss = null (NaN) at step 3" in res.err
     assert "progress: step 2" in res.out
     assert "alert nan" in (run_dir / "train.log").read_text()
+
+
+def test_each_threshold_is_defined_once_with_its_rule() -> None:
+    """A threshold's type, domain, help and default live in the rule table: the settings table and every recipe
+    take them from there (no second copy in _base.yaml or settings.py)."""
+    from verl_recipe.contracts.health_rules import HEALTH_RULES, THRESHOLDS
+    from verl_recipe.recipes import RECIPE_DIR, load_recipe, recipe_names
+    from verl_recipe.settings import BY_NAME
+
+    names = {t.name for t in THRESHOLDS}
+    assert names == {n for r in HEALTH_RULES for n in r.settings}
+    for t in THRESHOLDS:
+        row = BY_NAME[t.name]
+        assert (row.kind, row.help, row.domain.lo if row.domain else None) == (t.kind, t.help, t.lo)
+        assert t.name not in (RECIPE_DIR / "_base.yaml").read_text()
+        for name in recipe_names():
+            assert load_recipe(name).settings[t.name] == t.default

@@ -1,4 +1,4 @@
-"""The settings table (settings.py) is the one source: rendering, the domain checks and README's settings table are
+"""The settings table (settings.py) is the one source: rendering, the domain checks and docs/settings.md's table are
 all derived from it, and every problem the layout rules find carries a rule id that docs/rules.md lists."""
 
 from __future__ import annotations
@@ -86,14 +86,14 @@ def test_the_domain_checks_come_from_the_table(name: str) -> None:
         assert domain.range_text(recipe.engine) in ctx.problems[0].fix
 
 
-def test_readme_settings_table_is_generated_from_the_table() -> None:
+def test_docs_settings_table_is_generated_from_the_table() -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import gen_docs
     finally:
         sys.path.remove(str(ROOT / "scripts"))
     table = gen_docs.settings_table()
-    assert table in (ROOT / "README.md").read_text()
+    assert table in (ROOT / "docs" / "settings.md").read_text()
     rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
     assert rows == [s.name for s in SETTINGS]
 

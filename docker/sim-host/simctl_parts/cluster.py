@@ -13,13 +13,27 @@ from typing import Any
 
 from a3facts import DIES_PER_NODE as DIES  # noqa: E402 - the A3 facts' one home (a copy of verl_recipe/a3facts.py)
 
-from .common import LABEL, NPU_NET, SHARED_ROOT, SSH_USER, SimError, docker, hdk_min, host_name
+from .common import (
+    HOST_MEM_GIB,
+    LABEL,
+    NPU_NET,
+    OPERATOR_USER,
+    SHARED_ROOT,
+    SSH_USER,
+    SimError,
+    docker,
+    hdk_min,
+    host_name,
+)
+from .profile import SiteOptions, apply_profile
 
 # --------------------------------------------------------------------------------------------------------------
 # the cluster description handed to every host (/etc/verl-sim/cluster.json) and to the inventory
 
 
-def describe(name: str, nodes: int, net: ipaddress.IPv4Network) -> dict[str, Any]:
+def describe(name: str, nodes: int, net: ipaddress.IPv4Network, options: SiteOptions | None = None) -> dict[str, Any]:
+    """The cluster as data; `options` (a site profile, simctl_parts/profile.py) makes its hosts differ the way real
+    sites' do. The default profile adds nothing."""
     base = net.network_address
     hosts = []
     for i in range(1, nodes + 1):
@@ -30,10 +44,11 @@ def describe(name: str, nodes: int, net: ipaddress.IPv4Network) -> dict[str, Any
                 "rank": i - 1,
                 "cluster_ip": str(base + octet),
                 "cluster_nic": "eth0",
+                "mem_gib": HOST_MEM_GIB,
                 "npu_ips": [f"{NPU_NET}.{die}.{octet}" for die in range(DIES)],
             }
         )
-    return {
+    cluster = {
         "name": name,
         "subnet": str(net),
         "gateway": str(base + 1),
@@ -43,6 +58,7 @@ def describe(name: str, nodes: int, net: ipaddress.IPv4Network) -> dict[str, Any
         "shared_root": SHARED_ROOT,
         "hosts": hosts,
     }
+    return apply_profile(cluster, options or SiteOptions())
 
 
 def config_tar(cluster: dict[str, Any], host: str, pubkey: str) -> bytes:
@@ -59,6 +75,8 @@ def config_tar(cluster: dict[str, Any], host: str, pubkey: str) -> bytes:
         add("etc/verl-sim/host", host + "\n")
         add("etc/verl-sim/faults.json", '{"faults": []}\n')
         add(f"etc/ssh/authorized_keys/{SSH_USER}", pubkey)
+        # the operator account (site_operators) logs in with the same simulated key
+        add(f"etc/ssh/authorized_keys/{OPERATOR_USER}", pubkey)
     return buf.getvalue()
 
 

@@ -19,6 +19,11 @@ DEFAULT_SUBNET = "172.30.0.0/24"
 MAX_NODES = 16
 
 SSH_USER = "deploy"
+# A head account that may start training (inventory site_operators; ansible/roles/operator), not the deploy account.
+OPERATOR_USER = "trainer"  # Debian has a group "operator" of its own
+# The memory every simulated host reports (/proc/meminfo, bound as LXCFS does): an assumed A3 host's RAM, above the
+# preflight's 1024 GiB floor; the real figure is the host's own. The real-site profile varies it between hosts.
+HOST_MEM_GIB = 1536
 SHARED_ROOT = "/mnt/shared"
 SHARED_DIRS = ("models", "data", "checkpoints", "runs")
 NPU_NET = "198.18"  # RFC 2544 benchmark range: the simulated NPU (RoCE) addresses are never routed anywhere

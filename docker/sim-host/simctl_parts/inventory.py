@@ -15,7 +15,7 @@ from typing import Any
 from a3facts import DIES_PER_NODE as DIES  # noqa: E402 - the A3 facts' one home (a copy of verl_recipe/a3facts.py)
 from a3facts import RAY_DASHBOARD_PORT, RAY_GCS_PORT  # noqa: E402
 
-from .common import LINK_MODES, MARKER, REPO, SHARED_ROOT, SSH_USER, SimError, container, docker
+from .common import LINK_MODES, MARKER, OPERATOR_USER, REPO, SHARED_ROOT, SSH_USER, SimError, container, docker
 
 # --------------------------------------------------------------------------------------------------------------
 # inventory
@@ -75,6 +75,30 @@ def read_vnic_ips(name: str, cluster: dict[str, Any]) -> dict[str, list[str]]:
 TRAIN_RECIPE = "qwen3.5-35b-fsdp"
 STANDIN_MODEL = f"{SHARED_ROOT}/models/Qwen3.5-tiny-standin"
 STANDIN_DATA = f"{SHARED_ROOT}/data/gsm8k-standin"
+# The other recipes' checkpoints sit where no recipe default points (a real site puts them where its storage has
+# room): a MODEL_PATH that does not come from the inventory's site_models names nothing on the simulated storage.
+SITE_MODELS_DIR = f"{SHARED_ROOT}/site-models"
+
+
+def sim_site_models() -> dict[str, str]:
+    """The simulated site's site_models: recipe -> checkpoint folder."""
+    from verl_recipe.recipes import load_recipe, recipe_names
+
+    models = {}
+    for name in recipe_names():
+        folder = str(load_recipe(name).settings.get("MODEL_PATH", name)).rstrip("/").rsplit("/", 1)[-1]
+        models[name] = STANDIN_MODEL if name == TRAIN_RECIPE else f"{SITE_MODELS_DIR}/{folder}"
+    return models
+
+
+def sim_site_file(nodes: int) -> dict[str, Any]:
+    """site.yaml as deploy.yml writes it from the simulated inventory (for make sim-seed, before any deploy): the
+    launch settings, with each recipe's MODEL_PATH from site_models."""
+    site = sim_site_launch(nodes)
+    recipes = site.setdefault("recipes", {})
+    for name, path in sim_site_models().items():
+        recipes.setdefault(name, {}).setdefault("MODEL_PATH", path)
+    return site
 
 
 # The simulated site's one secret file (site_secret_files): random per cluster, root-only beside the inventory as the
@@ -106,7 +130,6 @@ def sim_site_launch(nodes: int) -> dict[str, Any]:
         "DEVICE": "cpu",
         "NNODES": min(2, nodes),
         "NDEVICES_PER_NODE": 1,
-        "MODEL_PATH": STANDIN_MODEL,
         "TRAIN_FILES": [f"{STANDIN_DATA}/train.parquet"],
         "VAL_FILES": [f"{STANDIN_DATA}/test.parquet"],
         "GEN_TP": 1,
@@ -128,10 +151,16 @@ def sim_site_launch(nodes: int) -> dict[str, Any]:
     return {"recipes": {TRAIN_RECIPE: tiny}}
 
 
+# hosts.yml from the cluster description (write), or not at all (none): `make inventory` then reads the hosts
+# themselves into the same folder (cluster.json's inventory_hosts_file says which; docs/simulated-cluster.md).
+HOSTS_FILE_MODES = ("write", "none")
+
+
 def write_inventory(
     inv: Path, cluster: dict[str, Any], arch: str, link: str = "roce", vnic_ips: dict[str, list[str]] | None = None
 ) -> None:
-    """hosts.yml, group_vars/all/sim.yml, ssh_config and cluster.json; link hccs needs every host's vnic_ips."""
+    """hosts.yml (unless the cluster's inventory_hosts_file is none), group_vars/all/sim.yml, ssh_config and
+    cluster.json; link hccs needs every host's vnic_ips."""
     if link not in LINK_MODES:
         raise SimError(f"SIM_LINK '{link}' is not valid: use roce (default) or hccs")
     if link == "hccs" and any(not (vnic_ips or {}).get(h["name"]) for h in cluster["hosts"]):
@@ -165,7 +194,8 @@ def write_inventory(
             lines.append("          a3_vnic_ips:")
             lines += [f"            - {ip}" for ip in vnic_ips[h["name"]]]
     lines += ["    ray_head:", "      hosts:", f"        {cluster['hosts'][0]['name']}:"]
-    (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
+    if cluster.get("inventory_hosts_file", "write") == "write":
+        (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
 
     gv = inv / "group_vars" / "all"
     gv.mkdir(parents=True, exist_ok=True)
@@ -182,7 +212,8 @@ def write_inventory(
         "# How HCCL crosses servers (SIM_LINK): roce, or hccs with each host's a3_vnic_ips from its hccn_tool -vnic -g",
         f"site_inter_server_link: {link}",
         f"site_shared_root: {SHARED_ROOT}",
-        f"site_model_path: {SHARED_ROOT}/models/Qwen3.5-35B-A3B",
+        "# Each recipe's checkpoint (MODEL_PATH), away from the recipes' defaults (simctl_parts/inventory.py)",
+        *yaml_block("site_models", sim_site_models()),
         f"site_data_path: {SHARED_ROOT}/data/geo3k",
         f"site_ckpt_root: {SHARED_ROOT}/checkpoints",
         "site_image_ref: verl-recipe:sim",
@@ -191,6 +222,8 @@ def write_inventory(
         f"site_ray_port: {RAY_GCS_PORT}",
         f"site_dashboard_port: {RAY_DASHBOARD_PORT}",
         "site_install_dir: /opt/verl-recipe",
+        "# The head account that starts training through verl-train (ansible/roles/operator), not the deploy account",
+        f"site_operators: [{OPERATOR_USER}]",
         "# A planted secret file (simctl.py PLANTED_SECRET): it reaches verl's workers, and no record holds it",
         f"site_secret_files: {{{PLANTED_SECRET}: {yaml_str(str(planted_secret_file(inv)))}}}",
         "# Launch settings for the simulated cluster (simctl.py sim_site_launch)",

@@ -30,7 +30,8 @@ from .common import (
     labelled,
     run,
 )
-from .inventory import prepare_inventory_dir, read_vnic_ips, ssh_cmd, write_inventory
+from .inventory import HOSTS_FILE_MODES, prepare_inventory_dir, read_vnic_ips, ssh_cmd, write_inventory
+from .profile import SiteOptions, parse_seed
 
 
 def refuse_bad_up(a: argparse.Namespace) -> None:
@@ -40,6 +41,9 @@ def refuse_bad_up(a: argparse.Namespace) -> None:
         raise SimError(f"SIM_LINK '{a.link}' is not valid: use roce (default) or hccs")
     if not 1 <= a.nodes <= MAX_NODES:
         raise SimError(f"NODES={a.nodes} is out of range: give 1 to {MAX_NODES}")
+    site_options(a).resolved()
+    if hosts_file(a) not in HOSTS_FILE_MODES:
+        raise SimError(f"SIM_HOSTS_FILE '{hosts_file(a)}' is not valid: use write (default) or none")
     existing = labelled("container", a.name) + labelled("network", a.name) + labelled("volume", a.name)
     if existing:
         raise SimError(
@@ -49,6 +53,22 @@ def refuse_bad_up(a: argparse.Namespace) -> None:
         raise SimError(f"image {a.image} is missing: run `make sim-image`")
     if not shutil.which("ssh") or not shutil.which("ssh-keygen"):
         raise SimError("ssh/ssh-keygen are missing on this machine: run `make host-deps`")
+
+
+def site_options(a: argparse.Namespace) -> SiteOptions:
+    """The site profile and its options from `up`'s arguments (SIM_PROFILE, SIM_ADDRESSES, ...); a caller that
+    builds its own arguments (bench/simcost.py) and names none gets the default profile."""
+    return SiteOptions(
+        getattr(a, "profile", "") or "default",
+        getattr(a, "addresses", ""),
+        getattr(a, "npu_smi", ""),
+        getattr(a, "hdk", ""),
+        parse_seed(getattr(a, "seed", "")),
+    )
+
+
+def hosts_file(a: argparse.Namespace) -> str:
+    return str(getattr(a, "hosts_file", "") or "write")
 
 
 def create_network(a: argparse.Namespace, net: ipaddress.IPv4Network, lab: list[str]) -> ipaddress.IPv4Network:
@@ -159,7 +179,9 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         pubkey = (inv / "id_ed25519.pub").read_text()
         lab = ["--label", f"{LABEL}={name}"]
         net = create_network(a, net, lab)
-        cluster = describe(name, a.nodes, net)
+        cluster = describe(name, a.nodes, net, site_options(a))
+        if hosts_file(a) == "none":
+            cluster["inventory_hosts_file"] = "none"
         create_hosts(a, cluster, lab, pubkey)
         timings = start_hosts(name, cluster)
         record_host_keys(name, cluster, inv)
@@ -174,6 +196,18 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
         raise
     total = time.monotonic() - t0
     print(f"sim-up: {a.nodes} host(s) of '{name}' ready in {total:.1f} s on {net} ({a.link}); inventory {inv}")
+    if "profile" in cluster:
+        p = cluster["profile"]
+        print(
+            f"sim-up: profile {p['name']}: addresses {p['addresses']}, npu-smi {p['npu_smi']}, hdk {p['hdk']}, "
+            f"seed {p['seed']} (SIM_SEED={p['seed']} repeats it)"
+        )
+    if hosts_file(a) == "none":
+        hosts = " ".join(str(h["cluster_ip"]) for h in cluster["hosts"])
+        print(
+            f"sim-up: hosts.yml not written: make inventory SITE={name} HOSTS='{hosts}' SSH_KEY={inv / 'id_ed25519'} "
+            f"KNOWN_HOSTS={inv / 'known_hosts'} INVENTORY_OUT={inv}"
+        )
     print(f"sim-up: ssh -F {inv / 'ssh_config'} a3-01    |    ansible-playbook -i {inv / 'hosts.yml'} ...")
     return {"total_s": total, "per_host_s": timings, "inventory": str(inv)}
 

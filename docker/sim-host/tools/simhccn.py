@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from simfaults import active_faults
-from simhostview import Host
+from simhostview import Host, host_vnic_ips
 from simstate import BUSY_TEXT, DIES, SimError, exclusive, hold
 
 NPU_PORT = 4791  # UDP port of the NPU-network responder (the RoCE v2 port, for recognisability)
@@ -50,15 +50,9 @@ def hccn_conf(h: Host) -> str:
     return "\n".join(out) + "\n"
 
 
-def vnic_ip(npu_ip: str) -> str:
-    """A die's virtual NIC address (HCCS inside a SuperPoD): SYNTHETIC, the RoCE address one /16 up."""
-    a, b, c, d = npu_ip.split(".")
-    return f"{a}.{int(b) + 1}.{c}.{d}"
-
-
 def find_npu_ip(cluster: dict[str, Any], ip: str, vnic: bool = False) -> tuple[dict[str, Any], int] | None:
     for h in cluster["hosts"]:
-        ips = [vnic_ip(x) for x in h["npu_ips"]] if vnic else list(h["npu_ips"])
+        ips = host_vnic_ips(h) if vnic else list(h["npu_ips"])
         if ip in ips:
             return h, ips.index(ip)
     return None
@@ -161,7 +155,7 @@ def _hccn_die(h: Host, die: int, argv: list[str]) -> int:
     elif cmd == "-vnic" and rest == ["-g"]:
         # vnic-down: the link goes DOWN, the configured address stays (as -link -g DOWN leaves -ip -g alone)
         status = "UP" if h.vnic_up(die) else "DOWN"
-        print(f"vnic link status: {status}\nvnic ipaddr: {vnic_ip(ips[die])}\nvnic netmask: {NPU_NETMASK}")
+        print(f"vnic link status: {status}\nvnic ipaddr: {h.vnic_ips[die]}\nvnic netmask: {NPU_NETMASK}")
     elif cmd in ("-ping", "-hccs_ping") and len(rest) in (3, 5) and rest[1] == "address":
         count = 3
         if len(rest) == 5:
@@ -195,7 +189,7 @@ def npud() -> int:
                 continue
             now = Host(h.cluster, h.name, faults)
             ips = now.npu_ips
-            vnics = [vnic_ip(x) for x in ips]
+            vnics = now.vnic_ips
             if (parts[1] in ips and now.answers(ips.index(parts[1]))) or (
                 parts[1] in vnics and now.answers_vnic(vnics.index(parts[1]))
             ):

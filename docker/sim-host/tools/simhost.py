@@ -44,8 +44,10 @@ from simservices import (  # noqa: E402
     pid_alive,
     run,
     stop_process,
+    sync_accounts,
     sync_device_nodes,
     sync_host_faults,
+    sync_npu_smi,
     sync_shared,
     sync_shim,
     write_if_changed,
@@ -63,6 +65,8 @@ def apply() -> None:
     # sshd listens on the cluster interface only.
     write_if_changed(Path("/etc/ssh/sshd_config.d/20-listen.conf"), f"ListenAddress {h.entry['cluster_ip']}\n")
     sync_device_nodes(h)
+    sync_accounts(h)
+    sync_npu_smi(h)
     sync_shim(h)
     sync_shared(h)
     sync_host_faults(h)

@@ -11,11 +11,27 @@ from typing import Any
 from simfaults import Fault, active_faults, fault_dies, fault_of, firmware_number, old_version
 from simstate import DIES, host_entry, load_cluster, this_host
 
+# npu-smi on a simulated host: the file (image: /usr/local/sbin) and the link to it the image makes.
+NPU_SMI_PATHS = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")
+
 
 # Every die's gateway (hccn.conf gateway_<die>, netdetect_<die>): the .0.1 of the NPU /16 (198.18.0.1).
 def npu_gateway(ips: list[str]) -> str:
     a, b, _, _ = ips[0].split(".")
     return f"{a}.{b}.0.1"
+
+
+def vnic_ip(npu_ip: str) -> str:
+    """A die's virtual NIC address (HCCS inside a SuperPoD): SYNTHETIC, the RoCE address one /16 up."""
+    a, b, c, d = npu_ip.split(".")
+    return f"{a}.{int(b) + 1}.{c}.{d}"
+
+
+def host_vnic_ips(entry: dict[str, Any]) -> list[str]:
+    """A host's vNIC addresses: its own in the cluster description (a site profile with random addresses), else
+    each RoCE address one /16 up."""
+    own = entry.get("vnic_ips")
+    return [str(ip) for ip in own] if own else [vnic_ip(str(ip)) for ip in entry["npu_ips"]]
 
 
 @dataclass
@@ -41,13 +57,28 @@ class Host:
     def npu_ips(self) -> list[str]:
         return [str(ip) for ip in self.entry["npu_ips"]]
 
+    @property
+    def vnic_ips(self) -> list[str]:
+        return host_vnic_ips(self.entry)
+
+    @property
+    def hdk(self) -> str:
+        """The HDK release installed here: the host's own (a site profile with mixed versions), else the minimum."""
+        return str(self.entry.get("hdk") or self.cluster["hdk_min"]).lower()
+
+    @property
+    def npu_smi_paths(self) -> list[str]:
+        """Where this host has npu-smi: the file in /usr/local/sbin and its link in /usr/local/bin, unless the
+        cluster description names fewer (a site profile's sbin-only hosts)."""
+        return [str(p) for p in self.entry.get("npu_smi") or NPU_SMI_PATHS]
+
     def driver_version(self) -> str:
         f = fault_of(self.faults, "driver-old")
-        return (f.arg or old_version(self.cluster["hdk_min"])) if f else self.cluster["hdk_min"].lower()
+        return (f.arg or old_version(self.cluster["hdk_min"])) if f else self.hdk
 
     def firmware_package_version(self) -> str:
         f = fault_of(self.faults, "firmware-old")
-        return (f.arg or old_version(self.cluster["hdk_min"])) if f else self.cluster["hdk_min"].lower()
+        return (f.arg or old_version(self.cluster["hdk_min"])) if f else self.hdk
 
     def firmware_version(self) -> str:
         return firmware_number(self.firmware_package_version())

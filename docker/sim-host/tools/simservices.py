@@ -17,7 +17,7 @@ from pathlib import Path
 
 import a3facts
 from simfaults import OS_RELEASES, fault_of
-from simhostview import Host
+from simhostview import NPU_SMI_PATHS, Host
 from simstate import CONTROL_NODES, DIES, TOOL_LOCKS, SimError, state_dir
 
 LIB_DIR = "/usr/lib/verl-sim"
@@ -61,6 +61,17 @@ def write_if_changed(path: Path, text: str, mode: int = 0o644) -> None:
         tmp.write_text(text)
         tmp.chmod(mode)
         tmp.replace(path)
+
+
+def sync_npu_smi(h: Host) -> None:
+    """The image has npu-smi in /usr/local/sbin and links it into /usr/local/bin; a host the cluster description
+    gives only /usr/local/sbin (a site profile, as real sites differ: docs/a3-tools.md T13) has no link."""
+    link, target = Path(NPU_SMI_PATHS[0]), NPU_SMI_PATHS[1]
+    if NPU_SMI_PATHS[0] in h.npu_smi_paths:
+        if not link.is_symlink() and not link.exists():
+            link.symlink_to(target)
+    elif link.is_symlink():
+        link.unlink()
 
 
 def wanted_nodes(h: Host) -> dict[str, tuple[int, int]]:
@@ -276,12 +287,16 @@ def sync_os_release(h: Host) -> None:
 
 
 def sync_meminfo(h: Host) -> None:
+    """The memory the host reports: the low-ram fault's, else the host's own in the cluster description (an A3
+    host's RAM, not this machine's), bound over /proc/meminfo as LXCFS does. Containers the host starts mount a
+    procfs of their own and see this machine's memory."""
     f = fault_of(h.faults, "low-ram")
     mounted = is_mountpoint("/proc/meminfo")
     if mounted:
         run(["umount", "/proc/meminfo"])
-    if f:
-        kib = int(f.arg or 1) * 1024 * 1024
+    gib = int(f.arg or 1) if f else h.entry.get("mem_gib")
+    if gib:
+        kib = int(gib) * 1024 * 1024
         text = (
             f"MemTotal:       {kib} kB\nMemFree:        {kib // 2} kB\nMemAvailable:   {kib // 2} kB\n"
             "Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\n"
@@ -341,6 +356,16 @@ def sync_firewall(h: Host) -> None:
         run(["iptables", "-D", "INPUT", "-j", FIREWALL_CHAIN], check=False)
         run(["iptables", "-F", FIREWALL_CHAIN], check=False)
         run(["iptables", "-X", FIREWALL_CHAIN], check=False)
+
+
+def sync_accounts(h: Host) -> None:
+    """The deploy account's docker group, as the profile says: a real site's deploy account has none (docs/deploy.md,
+    section 5), the default profile keeps it for the tests that type docker commands as that account."""
+    if (h.cluster.get("profile") or {}).get("deploy_docker", "yes") != "no":
+        return
+    groups = run(["id", "-nG", "deploy"]).stdout.split()
+    if "docker" in groups:
+        run(["gpasswd", "-d", "deploy", "docker"])
 
 
 def sync_host_faults(h: Host) -> None:

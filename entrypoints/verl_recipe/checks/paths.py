@@ -25,8 +25,8 @@ def check_paths(values: dict[str, Any], expected: ModelArch) -> tuple[list[Probl
             Problem(
                 subject,
                 "is not a directory",
-                "place the Hugging Face checkpoint on shared "
-                "storage (make prepare-data) or pass --skip-path-checks to render only",
+                "copy the Hugging Face checkpoint to shared storage (on a host, `docker compose run --rm "
+                "prepare-data <recipe>` checks it) or pass --skip-path-checks to render only",
             )
         )
     else:
@@ -73,7 +73,12 @@ def check_paths(values: dict[str, Any], expected: ModelArch) -> tuple[list[Probl
         for data_file in values.get(name) or []:
             if data_file.startswith("/") and not Path(data_file).is_file():
                 problems.append(
-                    Problem(f"{name}={data_file}", "does not exist", "run make prepare-data, or fix the path")
+                    Problem(
+                        f"{name}={data_file}",
+                        "does not exist",
+                        "copy the data there (on a host, `docker compose run --rm prepare-data <recipe>` checks it), "
+                        "or fix the path",
+                    )
                 )
             elif data_file.startswith("/") and not is_parquet(Path(data_file)):
                 problems.append(
@@ -81,7 +86,8 @@ def check_paths(values: dict[str, Any], expected: ModelArch) -> tuple[list[Probl
                         f"{name}={data_file}",
                         "is not a Parquet file (no PAR1 magic at its start and end); verl 0.8.0 reads its data "
                         "with datasets' parquet loader",
-                        "convert the data to Parquet (make prepare-data), or point at the .parquet file",
+                        "convert the data to Parquet (verl's examples/data_preprocess scripts write it), or point at "
+                        "the .parquet file",
                     )
                 )
     for name in ("CKPT_DIR", "LOG_DIR"):

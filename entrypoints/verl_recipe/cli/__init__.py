@@ -1,8 +1,9 @@
 """`verl-recipe`: list, render, validate and launch Qwen3.5 GRPO recipes; doctor; cluster start-up.
 
-Exit codes: exitcodes.py (0 success; 2 bad input, every problem printed, one per line; 3 cluster not ready in
-time; 4 a real launch on the simulated cluster; 6 `compare` found a regression); other values are the training
-process's own exit code.
+Exit codes: exitcodes.py (0 success; 1 a check found problems, e.g. a rehearsal; 2 bad input, every problem printed,
+one per line; 3 cluster not ready in time or a node lost; 4 a real launch on the simulated cluster; 5 a health rule
+in HEALTH_STOP stopped the run; 6 `compare` found a regression); other values are the training process's own exit
+code. docs/cli.md has the table.
 """
 
 from __future__ import annotations

@@ -101,7 +101,14 @@ FIELDS: tuple[InventoryField, ...] = (
         "shared storage mount point, the same on every host (e.g. `/mnt/shared`)",
         fix="the mount point of the shared file system, e.g. /mnt/shared",
     ),
-    InventoryField("site_model_path", SITE, "shared_path", ALWAYS, "the model checkpoint, under `site_shared_root`"),
+    InventoryField(
+        "site_models",
+        SITE,
+        "model_map",
+        ALWAYS,
+        "recipe name -> the folder of its checkpoint (Hugging Face layout, `config.json` in it), under "
+        "`site_shared_root`: that recipe's `MODEL_PATH` in `site.yaml`, checked on every host by the preflight",
+    ),
     InventoryField("site_data_path", SITE, "shared_path", ALWAYS, "the training data, under `site_shared_root`"),
     InventoryField(
         "site_ckpt_root", SITE, "shared_path", ALWAYS, "where runs save checkpoints, under `site_shared_root`"
@@ -158,6 +165,16 @@ FIELDS: tuple[InventoryField, ...] = (
         OPTIONAL,
         "CPU architecture every host must report (`aarch64` on A3; the simulated cluster writes this machine's)",
         default="aarch64",
+    ),
+    InventoryField(
+        "site_operators",
+        SITE,
+        "accounts",
+        OPTIONAL,
+        "existing accounts of the head that may start training: deploy.yml adds them to group `verl-train`, whose "
+        'one root command is `/usr/local/sbin/verl-train SERVICE [ARGS...]` (docs/deploy.md, "Who starts '
+        'training"); `make train` logs in as the first of them unless `OPERATOR` is given',
+        default=[],
     ),
     InventoryField(
         "site_secret_files",

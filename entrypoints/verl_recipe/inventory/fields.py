@@ -23,6 +23,8 @@ HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # ansible_host is what ssh is given as its destination: a DNS name or an IP address, never an option (`-...`) or
 # words for a shell.
 SSH_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
+# A login name (useradd's rule: lower case, digits, '_' and '-', not starting with a digit or '-').
+ACCOUNT_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 # A CPU architecture as `uname -m` prints it (aarch64, x86_64).
 ARCH_RE = re.compile(r"[a-z0-9_]{1,32}")
 # The CPU frequency governor os_tuning writes to sysfs (the kernel's names: performance, schedutil, ...).

@@ -10,7 +10,10 @@ from typing import Any
 
 from ..a3facts import DIES_PER_NODE, RAY_DASHBOARD_PORT, RAY_GCS_PORT
 from ..contracts.inventory import ALWAYS, OPTIONAL, SECRET_NAME_RE, SITE, WHEN_TARBALL, InventoryField, fields
+from ..recipes import recipe_names
+from ..suggest import suggest
 from .fields import (
+    ACCOUNT_RE,
     ARCH_RE,
     CONTROL,
     GOVERNOR_RE,
@@ -152,6 +155,35 @@ def _folder(field: InventoryField, value: Any, values: dict[str, Any], control: 
     return [problem(INVENTORY, f"{field.name}={_text(value)} is {why}", field.fix)] if why else []
 
 
+def _model_map(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    """Recipe name -> checkpoint folder: known recipe names, each folder a path on shared storage."""
+    example = "site_models: {qwen3.5-397b: /mnt/shared/models/Qwen3.5-397B-A17B}"
+    if not isinstance(value, dict) or not value:
+        return _wrong(field, value, "is not a map of recipe: checkpoint folder", f"write {example}")
+    errors: list[str] = []
+    known = recipe_names()
+    for recipe, path in value.items():
+        if recipe not in known:
+            hint = suggest(str(recipe), known)
+            errors.append(
+                problem(
+                    INVENTORY,
+                    f"site_models: {_show(recipe)} is not a recipe" + (f" (did you mean {hint}?)" if hint else ""),
+                    f"rename it to {hint}" if hint else f"one of {', '.join(known)}",
+                )
+            )
+            continue
+        entry = InventoryField(f"site_models.{recipe}", SITE, "shared_path", ALWAYS, "")
+        errors += _folder(entry, path, values, control)
+    return errors
+
+
+def _accounts(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    if isinstance(value, list) and all(isinstance(v, str) and ACCOUNT_RE.fullmatch(v) for v in value):
+        return []
+    return _wrong(field, value, "is not a list of account names", "write site_operators: [alice, bob]")
+
+
 def _choice(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
     options = field.kind.split(":", 1)[1].split(",")
     if isinstance(value, str) and value in options:
@@ -202,6 +234,8 @@ KINDS: dict[str, Check] = {
     "shared_path": _folder,
     "image_ref": _matching(IMAGE_RE, "an image reference", "name:tag or name@sha256:..."),
     "choice": _choice,
+    "accounts": _accounts,
+    "model_map": _model_map,
     "control_file": _control_file,
     "port": _port,
     "text": _matching(ARCH_RE, "a CPU architecture name", "aarch64 on A3 (what `uname -m` prints)"),

@@ -45,7 +45,7 @@ options:
     required: true
     description: Accepted releases, "ID VERSION_ID [text in VERSION]" from /etc/os-release.
   shared_root: {type: str, required: true, description: Shared storage mount point.}
-  model_path: {type: str, required: true, description: Model folder (must hold config.json).}
+  model_paths: {type: list, elements: str, required: true, description: Checkpoint folders (each holds config.json).}
   data_files: {type: list, elements: str, required: true, description: Data files that must exist.}
   ckpt_root: {type: str, required: true, description: Checkpoint folder (exists or can be created).}
   min_free_disk_gib: {type: float, required: true, description: Free space needed on the Docker data root.}
@@ -73,7 +73,7 @@ EXAMPLES = r"""
     allowed_arch: [aarch64]
     allowed_os: ["openEuler 22.03 (LTS-SP4)"]
     shared_root: /mnt/shared
-    model_path: /mnt/shared/models/Qwen3.5-397B-A17B
+    model_paths: [/mnt/shared/models/Qwen3.5-397B-A17B]
     data_files: [/mnt/shared/data/gsm8k/train.parquet]
     ckpt_root: /mnt/shared/ckpt
     min_free_disk_gib: 200
@@ -120,6 +120,7 @@ docker_present: {description: A Docker engine is installed., returned: always, t
 compose_present: {description: docker compose v2 is installed., returned: always, type: bool}
 service_mgr: {description: systemd or service., returned: always, type: str}
 engine_limits: {description: Hard limits of the running dockerd (nofile, memlock)., returned: always, type: dict}
+mem_gib: {description: MemTotal in GiB (null when unreadable)., returned: always, type: float}
 """
 
 
@@ -132,6 +133,7 @@ from ansible.module_utils.a3_checks_node import (
     device_node_checks,
     engine_limits,
     firewall_check,
+    host_mem_gib,
     memory_check,
     nic_check,
     platform_checks,
@@ -183,6 +185,7 @@ def run_all(p: dict[str, Any]) -> dict[str, Any]:
         "compose_present": info["compose"],
         "service_mgr": "systemd" if os.path.isdir("/run/systemd/system") else "service",
         "engine_limits": limits,
+        "mem_gib": host_mem_gib(p),
     }
 
 
@@ -203,7 +206,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "allowed_arch": {"type": "list", "elements": "str", "required": True},
     "allowed_os": {"type": "list", "elements": "str", "required": True},
     "shared_root": {"type": "str", "required": True},
-    "model_path": {"type": "str", "required": True},
+    "model_paths": {"type": "list", "elements": "str", "required": True},
     "data_files": {"type": "list", "elements": "str", "required": True},
     "ckpt_root": {"type": "str", "required": True},
     "min_free_disk_gib": {"type": "float", "required": True},

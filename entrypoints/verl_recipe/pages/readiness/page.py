@@ -414,9 +414,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="verl-recipe report",
         description="Write the readiness page (one self-contained HTML file) from saved preflight and rehearsal "
-        "JSON reports.",
+        "JSON reports. Given one run folder instead (verl-recipe report RUN_DIR), write RUN_DIR/run.html, the run "
+        "page.",
     )
-    parser.add_argument("reports", nargs="+", metavar="JSON", help="preflight and/or rehearsal report files")
+    parser.add_argument(
+        "reports", nargs="+", metavar="JSON", help="preflight and/or rehearsal report files, or one run folder RUN_DIR"
+    )
     parser.add_argument("-o", "--output", metavar="HTML", help="page to write (default: next to the first report)")
     ns = parser.parse_args(argv)
     try:
