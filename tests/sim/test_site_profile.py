@@ -33,15 +33,20 @@ def real_site(nodes: int = 4, seed: int = 7, **over: str) -> dict[str, Any]:
 def test_default_profile_adds_nothing() -> None:
     plain = simctl.describe("unit", 3, NET)
     assert plain == simctl.describe("unit", 3, NET, profile.SiteOptions())
-    assert "profile" not in plain and all(set(h) == {"name", "rank", "cluster_ip", "cluster_nic", "npu_ips"}
-                                          for h in plain["hosts"])  # fmt: skip
+    keys = {"name", "rank", "cluster_ip", "cluster_nic", "npu_ips", "mem_gib"}
+    assert "profile" not in plain and all(set(h) == keys for h in plain["hosts"])
+    # every simulated host reports the same assumed A3 memory by default
+    assert {h["mem_gib"] for h in plain["hosts"]} == {simctl.HOST_MEM_GIB}
     assert plain["hosts"][1]["npu_ips"][7] == "198.18.7.12"
 
 
 def test_real_site_addresses_have_no_pattern_and_repeat_by_seed() -> None:
     c = real_site(16)
     assert c["profile"] == {"name": "real-site", "addresses": "random", "npu_smi": "sbin-some", "hdk": "mixed",
-                            "seed": 7}  # fmt: skip
+                            "deploy_docker": "no", "memory": "mixed", "seed": 7}  # fmt: skip
+    # host memory differs between hosts, and the least is not the head's
+    mems = [h["mem_gib"] for h in c["hosts"]]
+    assert len(set(mems)) == 2 and mems[0] > min(mems)
     roce = [ip for h in c["hosts"] for ip in h["npu_ips"]]
     vnic = [ip for h in c["hosts"] for ip in h["vnic_ips"]]
     assert len(roce) == len(set(roce)) == 256 and len(vnic) == len(set(vnic)) == 256
