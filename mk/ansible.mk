@@ -16,10 +16,32 @@ preflight: venv ## Read-only checks of every host in INVENTORY, one table of all
 ARGS ?=
 # The head account that starts the run (default: the inventory's first site_operators entry).
 OPERATOR ?=
+# make train DETACH=1: the run goes on in the background on the head; RUN: the run of make attach / make stop.
+DETACH ?=
+RUN ?=
 
 .PHONY: train
-train: venv ## Start RECIPE on the head of INVENTORY and stream it: make train RECIPE=qwen3.5-397b INVENTORY=... ARGS=--rehearse
-	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)' -- $(ARGS)
+train: venv ## Start RECIPE on the head of INVENTORY and stream it (DETACH=1: in the background): make train RECIPE=qwen3.5-397b INVENTORY=... ARGS=--rehearse
+	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)' \
+	  $(if $(filter 1,$(DETACH)),--detach) -- $(ARGS)
+
+# The site's runs from the control node, through the head's `runs` service (run/lifecycle.py).
+.PHONY: runs attach stop
+runs: venv ## Every run of INVENTORY's site: state, step of total, ETA, attempts, last alert
+	$(PY) scripts/train_on_head.py --verb runs --inventory '$(INVENTORY)' --operator '$(OPERATOR)'
+attach: venv ## Follow RUN's progress lines until it ends (Ctrl-C leaves the run running): make attach RUN=<experiment>
+	$(PY) scripts/train_on_head.py --verb attach --run '$(RUN)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)'
+stop: venv ## Stop RUN cleanly and record who stopped it and where: make stop RUN=<experiment>
+	$(PY) scripts/train_on_head.py --verb stop --run '$(RUN)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)'
+
+# The bring-up ladder (README step 8): RECIPE for SMOKE_STEPS steps under an experiment name of its own, so the real
+# run never resumes the ladder's checkpoint. ARGS come after, so a `--set` there wins.
+SMOKE_STEPS ?= 2
+
+.PHONY: smoke
+smoke: venv ## One rung of the bring-up ladder: RECIPE for SMOKE_STEPS (2) steps as experiment smoke-RECIPE on INVENTORY's head
+	$(PY) scripts/train_on_head.py --recipe '$(RECIPE)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)' -- \
+	  --set 'EXPERIMENT_NAME=smoke-$(RECIPE)' --set 'TOTAL_TRAINING_STEPS=$(SMOKE_STEPS)' $(ARGS)
 
 .PHONY: lint-ansible
 lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --strict on ansible/

@@ -87,8 +87,14 @@ npu-args: venv ## Write the NPU build arguments for SOC (a3|a2) from docker/vers
 	mkdir -p $(IMAGE_BUILD_DIR)
 	$(IMAGETOOL) build-args npu --soc $(SOC) > $(IMAGE_BUILD_DIR)/npu-$(SOC).args
 
+# Everything the build needs that a fresh clone lacks, checked before the base pull: one line naming the next command.
+.PHONY: npu-ready
+npu-ready: venv ## Check what make image-npu needs (sources, the Ascend lock, ASCEND_INDEX_URL) before it starts
+	$(SOURCESTOOL) ready --dest $(SOURCES_DIR) --lock docker/sources.lock --lock-dir docker/lock --ca-bundle "$(PIP_CA_BUNDLE)"
+npu-ready: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
+
 .PHONY: image-runtime-npu
-image-runtime-npu: venv npu-args sources-verify ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
+image-runtime-npu: venv npu-args npu-ready ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
 	@digest="$$($(IMAGETOOL) get base.cann.$(if $(filter a3,$(SOC)),digest,digest_$(SOC)))"; \
 	  [ -n "$$digest" ] || echo "image-runtime-npu: WARNING: no digest recorded for the SOC=$(SOC) CANN base: building from the tag only; run 'make base-digest SOC=$(SOC)' where the registry is reachable" >&2
 	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \

@@ -8,6 +8,10 @@ no operator keeps the older way: the deploy account runs `docker compose run --r
 install folder, which needs that account in group docker. The SSH connection takes the inventory's own settings
 (port, key, known_hosts), so host keys are checked as deploy.yml checks them. Exit code: the remote command's (2:
 refused launch, 3: cluster not ready; docs/cli.md), 2 for a bad request here.
+
+`--detach` (make train DETACH=1) starts the run in the background on the head (`docker compose run -d`): it goes on
+when this SSH session ends. `--verb runs|attach|stop [--run RUN]` (make runs / attach / stop) runs `verl-recipe
+runs|attach RUN|stop RUN` through the compose service `runs` on the head, which reads the run folders on shared storage.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from verl_recipe.recipes import recipe_names, service_name
 
 REPO = Path(__file__).resolve().parents[1]
+VERBS = ("runs", "attach", "stop")
 # A host (DNS name or IP address) or user name: never an ssh option, never words for a shell.
 SSH_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
 
@@ -84,13 +89,21 @@ def head_ssh(inv: dict, inv_dir: Path, operator: str = "") -> tuple[list[str], s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--recipe", required=True)
+    ap.add_argument("--recipe", default="")
+    ap.add_argument("--detach", action="store_true", help="start the run in the background on the head")
+    ap.add_argument("--verb", choices=VERBS, default="", help="list, follow or stop runs instead of starting one")
+    ap.add_argument("--run", default="", help="the run of attach and stop (verl-recipe runs prints them)")
     ap.add_argument("--inventory", required=True, help="inventory folder or file (relative to ansible/ or absolute)")
     ap.add_argument("--operator", default="", help="the head account to log in as (default: site_operators[0])")
     ap.add_argument("--print-only", action="store_true", help="print the SSH command instead of running it")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="arguments of `verl-recipe train` (--rehearse, --set ...)")
     ns = ap.parse_args(argv)
-    service = service_of(ns.recipe)
+    if ns.verb:
+        if ns.verb != "runs" and not ns.run:
+            return fail(f"{ns.verb} needs RUN=<experiment> or RUN=<experiment>/<stamp>; fix: `make runs` lists them")
+        service: str | None = "runs"
+    else:
+        service = service_of(ns.recipe)
     if service is None:
         names = recipe_names()
         return fail(f"RECIPE={ns.recipe} is not a recipe; fix: use one of {', '.join(names)}")
@@ -107,17 +120,30 @@ def main(argv: list[str] | None = None) -> int:
     # make passes `-- $(ARGS)`: only that first `--` is make's; a `--` inside ARGS separates verl-recipe's own
     # arguments from the extra Hydra overrides and must reach the head as it was typed.
     args = ns.args[1:] if ns.args[:1] == ["--"] else list(ns.args)
+    if ns.verb:
+        args = [ns.verb, *([ns.run] if ns.run else [])]
+    detach = ns.detach and not ns.verb
     if wrapped:
-        remote = f"sudo -n {WRAPPER} {service} {shlex.join(args)}".rstrip()
+        remote = f"sudo -n {WRAPPER} {'--detach ' if detach else ''}{service} {shlex.join(args)}".rstrip()
     else:
-        remote = f"cd {shlex.quote(install_dir)} && docker compose run --rm {service} {shlex.join(args)}".rstrip()
+        run = f"docker compose run --rm {'-d ' if detach else ''}{service}"
+        remote = f"cd {shlex.quote(install_dir)} && {run} {shlex.join(args)}".rstrip()
     # A terminal gets a terminal on the head, so Ctrl-C reaches the run; pipes stream plainly.
     cmd = [*ssh, *(["-tt"] if sys.stdin.isatty() else []), "--", target, remote]
     if ns.print_only:
         print(shlex.join(cmd))
         return 0
-    print(f"train: {service} on the head {target}: {remote}", file=sys.stderr, flush=True)
-    return subprocess.call(cmd)
+    print(f"{ns.verb or 'train'}: {service} on the head {target}: {remote}", file=sys.stderr, flush=True)
+    rc = subprocess.call(cmd)
+    if detach and rc == 0:
+        inv = f"INVENTORY={ns.inventory}"
+        print(
+            f"detached: {service} goes on without this session; `make runs {inv}` lists it, "
+            f"`make attach RUN=<experiment> {inv}` follows it, `make stop RUN=<experiment> {inv}` stops it "
+            "(<experiment>: EXPERIMENT_NAME, by default the recipe's name)",
+            file=sys.stderr,
+        )
+    return rc
 
 
 if __name__ == "__main__":

@@ -57,9 +57,10 @@ class SimCluster:
     def make(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
         return make(*args, f"SIM_NAME={self.name}", f"SIM_INVENTORY={self.inventory}", timeout=timeout)
 
-    def up(self, link: str = "", profile: str = "") -> float:
+    def up(self, link: str = "", profile: str = "", read_inventory: bool = True) -> float:
         """`make sim-up` (which builds the host image first when it changed); returns its seconds. A profile
-        (real-site) leaves hosts.yml to `make inventory`, which reads it from the hosts as a site does."""
+        (real-site) leaves hosts.yml to `make inventory`, which reads it from the hosts as a site does: here, unless
+        read_inventory is False (the caller types README's runbook, tests/e2e/runbook_sim.py)."""
         t0 = time.monotonic()
         link_var = [f"SIM_LINK={link}"] if link else []
         profile_vars = [f"SIM_PROFILE={profile}", "SIM_HOSTS_FILE=none"] if profile else []
@@ -69,7 +70,8 @@ class SimCluster:
         )
         self.info = json.loads((self.inventory / "cluster.json").read_text())
         if profile:
-            self.inventory_from_hosts()
+            if read_inventory:
+                self.inventory_from_hosts()
             assert "hosts.yml not written: make inventory" in up.stdout, up.stdout[-2000:]
         return time.monotonic() - t0
 
@@ -229,12 +231,15 @@ def leftovers(name: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_cluster(name: str, nodes: int, workdir: Path, link: str = "", profile: str = "") -> Iterator[SimCluster]:
+def running_cluster(
+    name: str, nodes: int, workdir: Path, link: str = "", profile: str = "", site_inventory: bool = False
+) -> Iterator[SimCluster]:
     """A cluster under a test-only name, its inventory in `workdir`, removed on exit even after a failure;
-    nothing of it may be left."""
-    c = SimCluster(name, nodes, workdir / name, workdir)
+    nothing of it may be left. site_inventory: the inventory where a site's goes (ansible/inventory/NAME, so README's
+    `INVENTORY=inventory/<site>` names it) and hosts.yml left to the caller's `make inventory`."""
+    c = SimCluster(name, nodes, None if site_inventory else workdir / name, workdir)
     try:
-        c.up(link, profile)
+        c.up(link, profile, read_inventory=not site_inventory)
         yield c
     finally:
         c.down()

@@ -6,6 +6,8 @@
                                                   DIR/SHA256SUMS, and record everything in FILE (docker/sources.lock)
   verify --dest DIR --lock FILE                   check DIR against FILE (no network)
   context --dest DIR --lock FILE --out CTX ...    assemble the NPU build context (sources, locks, CA bundle)
+  ready --dest DIR --lock FILE --lock-dir D ...   what `make image-npu` needs before anything starts, in the build
+                                                  host's order; the first missing step named as the next command
 
 A mirror base URL replaces the host part: with --mirror https://git.example.com/ the source
 https://github.com/vllm-project/vllm.git is fetched from https://git.example.com/github.com/vllm-project/vllm.git
@@ -340,6 +342,31 @@ def cmd_context(a: argparse.Namespace) -> int:
     return 0
 
 
+# The build host's steps before `make image-npu`, in order: the first one not done is the next command to type.
+ASCEND_INDEX_HINT = "ASCEND_INDEX_URL=https://<Ascend index or mirror>/simple"
+
+
+def ready(dest: Path, lock: Path, manifest: Path, lock_dir: Path, ca_bundle: Path, ascend_index: str) -> None:
+    """Refuse a build that would stop half-way (after the base pull and the lock install) with the next command."""
+    verify(dest, lock, manifest)
+    ascend = lock_dir / "npu-ascend.lock"
+    if not ascend.is_file():
+        raise SourceError(f"{ascend} is missing: run `make lock-npu-ascend {ASCEND_INDEX_HINT}` and commit it")
+    if "--hash=sha256:" not in ascend.read_text():
+        raise SourceError(f"{ascend} has no hashes: run `make lock-npu-ascend {ASCEND_INDEX_HINT}` again")
+    if not ascend_index.strip():
+        raise SourceError(f"ASCEND_INDEX_URL is not set: run `make image-npu {ASCEND_INDEX_HINT}`")
+    if not ca_bundle.is_file():
+        raise SourceError(f"CA bundle {ca_bundle} not found: pass PIP_CA_BUNDLE=<path to a PEM bundle>")
+
+
+def cmd_ready(a: argparse.Namespace) -> int:
+    ready(Path(a.dest), Path(a.lock), Path(a.manifest), Path(a.lock_dir), Path(a.ca_bundle),
+          os.environ.get("ASCEND_INDEX_URL", ""))  # fmt: skip
+    print("sources: ready for make image-npu (sources, Ascend lock, Ascend index)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sources", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--manifest", default=str(ROOT / "docker" / "versions.yaml"))
@@ -358,9 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", required=True)
     c.add_argument("--ca-bundle", required=True)
     c.add_argument("--lock-dir", required=True)
+    r = sub.add_parser("ready")
+    r.add_argument("--dest", required=True)
+    r.add_argument("--lock", required=True)
+    r.add_argument("--lock-dir", required=True)
+    r.add_argument("--ca-bundle", required=True)
     a = p.parse_args(argv)
     try:
-        return {"fetch": cmd_fetch, "verify": cmd_verify, "context": cmd_context}[a.cmd](a)
+        return {"fetch": cmd_fetch, "verify": cmd_verify, "context": cmd_context, "ready": cmd_ready}[a.cmd](a)
     except SourceError as exc:
         print(f"sources: {exc}", file=sys.stderr)
         return 1

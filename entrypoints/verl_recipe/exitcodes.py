@@ -18,3 +18,5 @@ EXIT_SIMULATED = 4
 EXIT_HEALTH = 5
 # `compare`: a metric crossed its threshold against the baseline (6: 5 is left to the health rules' stop).
 EXIT_REGRESSION = 6
+# `verl-recipe stop` asked the run to stop: verl was stopped cleanly and the run can be resumed.
+EXIT_STOPPED = 7

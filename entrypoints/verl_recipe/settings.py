@@ -18,6 +18,7 @@ from .settingtypes import (
     MEGATRON_POS,
     MEMORY_PLAN_ONLY,
     POS,
+    RESTART_ONLY,
     WHILE_WORKAROUND,
     ZERO_IS_NULL,
     Domain,
@@ -385,6 +386,23 @@ SETTINGS: tuple[Setting, ...] = (
         "list",
         stop_help(),
         not_rendered=HEALTH_ONLY,
+    ),
+    # the restart policy of `verl-recipe train` (run/restart.py, docs/cluster.md "Recovery without a person")
+    setting(
+        "RESTARTS",
+        "int",
+        "times a run that lost a node or met a transient failure is started again by itself (0: never)",
+        domain=Domain(lo=0, hi=100),
+        not_rendered=RESTART_ONLY,
+        blocks_layout=False,
+    ),
+    setting(
+        "RESTART_WAIT",
+        "float",
+        "seconds a restart waits for the cluster to be whole again before the run ends, the missing host named",
+        domain=Domain(lo=0, lo_open=True),
+        not_rendered=RESTART_ONLY,
+        blocks_layout=False,
     ),
 )
 

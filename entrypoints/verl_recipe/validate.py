@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks, secretfiles
-from .checks import memory_rules, policy
+from .checks import memory_rules, policy, resume
 from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
@@ -161,6 +161,10 @@ def validate(
         except OSError as exc:  # a path the file system refuses outright (policy names which and why)
             path_problems = [Problem("path settings", f"cannot be checked ({exc.strerror})", "fix the paths named")]
         path_problems += [problem_of(SettingsError(line)) for line in secretfiles.problems(secret_files)]
+        # the checkpoint RESUME_MODE=auto would resume, against this launch (before anything starts)
+        resume_problems, resume_notes = resume.check(recipe.name, recipe.engine, values)
+        path_problems += resume_problems
+        notes += resume_notes
     knobs = Knobs.from_launch(launch.overrides, launch.extra, {**launch.env, **env_overrides})
     ctx = Context(recipe, values, model, knobs)
     layout_ok = checks.layout(ctx)

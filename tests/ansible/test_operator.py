@@ -72,7 +72,24 @@ def test_the_wrapper_runs_a_train_service_with_each_argument_as_one_word(wrapper
     ]
 
 
-@pytest.mark.parametrize("argv", [["ray-head"], ["doctor", "sh"], ["--entrypoint=sh"], []])
+def test_the_wrapper_detaches_a_run_and_reaches_the_runs_verbs(wrapper: tuple[Path, Path]) -> None:
+    path, calls = wrapper
+    p = subprocess.run([str(path), "--detach", "train-35b-fsdp", "--set", "X=1"], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    assert calls.read_text().splitlines()[1:] == ["[compose]", "[run]", "[--rm]", "[-d]", "[train-35b-fsdp]", "[--set]",
+                                                  "[X=1]"]  # fmt: skip
+    p = subprocess.run(
+        [str(path), "runs", "stop", "long; sh"], capture_output=True, env={**os.environ, "SUDO_USER": "alice"}
+    )
+    assert p.returncode == 0, p.stderr
+    by = f"[VERL_RECIPE_BY=alice@{os.uname().nodename}]"
+    assert calls.read_text().splitlines()[1:] == ["[compose]", "[run]", "[--rm]", "[-e]", by, "[runs]", "[stop]",
+                                                  "[long; sh]"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv", [["ray-head"], ["doctor", "sh"], ["--entrypoint=sh"], [], ["--detach"], ["--detach", "runs"]]
+)
 def test_the_wrapper_refuses_anything_but_a_train_service(wrapper: tuple[Path, Path], argv: list[str]) -> None:
     path, calls = wrapper
     p = subprocess.run([str(path), *argv], capture_output=True, text=True)
@@ -109,3 +126,18 @@ def test_make_train_logs_in_as_an_operator_and_runs_the_wrapper(tmp_path: Path) 
     assert "bob@" in _train(tmp_path, head, "--operator", "bob").stdout
     bad = _train(tmp_path, head, "--operator=-oProxyCommand=x")
     assert bad.returncode == 2 and bad.stdout == "" and "OPERATOR='-oProxyCommand=x' is not a plain" in bad.stderr
+
+
+def test_make_train_detached_and_the_runs_verbs_go_through_the_wrapper(tmp_path: Path) -> None:
+    head = {"ansible_host": "10.0.0.1", "ansible_user": "deploy", "site_operators": ["alice"]}
+    p = _train(tmp_path, head, "--detach")
+    assert p.stdout.rstrip().endswith(
+        "'sudo -n /usr/local/sbin/verl-train --detach train-397b --rehearse -- trainer.x=1'"
+    )
+    argv = [sys.executable, str(REPO / "scripts" / "train_on_head.py"), "--inventory", str(tmp_path), "--print-only"]
+    env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    p = subprocess.run([*argv, "--verb", "stop", "--run", "long"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.rstrip().endswith("'sudo -n /usr/local/sbin/verl-train runs stop long'"), p.stdout
+    p = subprocess.run([*argv, "--verb", "attach"], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "attach needs RUN=" in p.stderr

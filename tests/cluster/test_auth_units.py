@@ -24,7 +24,7 @@ from verl_recipe.recipes import recipe_names, service_name
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "ansible" / "roles" / "ray_node"
 TOKEN = "a" * 64
-SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", *(service_name(r) for r in recipe_names())}
+SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", "runs", *(service_name(r) for r in recipe_names())}
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ inventory's site_models. Proven here: the job on the cluster's Ray with its toke
 across the cluster network), data from shared storage, the reward, weight sync to the stand-in rollout, a
 checkpoint on shared storage each step, the run record with verl's metrics and the Hydra override typed after `--`;
 then a host lost mid-run (exit 3, named) and the same command (`docker compose run` as root on the head) resuming
-from the latest checkpoint without counting a step twice."""
+from the latest checkpoint without counting a step twice, then saying `complete` and refusing another layout over
+that checkpoint; a detached run (`make train DETACH=1`) that outlives its SSH session, `make runs`, `make stop`
+and the same command resuming, followed to its end by `make attach`."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ EXPERIMENTS = "/mnt/shared/runs/verl_grpo_qwen3_5"
 CHECKPOINTS = "/mnt/shared/checkpoints/verl_grpo_qwen3_5"
 TRAIN = f"{COMPOSE} run --rm train-35b-fsdp"
 LOST_STEPS = 5
-LOST = f"--set EXPERIMENT_NAME=e2e-lost-node --set TOTAL_TRAINING_STEPS={LOST_STEPS}"
+# RESTARTS=0: the manual path (a person runs the same command again); the restart policy is tested below.
+LOST = f"--set EXPERIMENT_NAME=e2e-lost-node --set TOTAL_TRAINING_STEPS={LOST_STEPS} --set RESTARTS=0"
 RUN_TIMEOUT_S = 1500
 
 
@@ -141,34 +144,46 @@ def test_make_train_35b_fsdp_as_the_operator_trains_on_two_hosts(cluster: SimClu
     assert any("in docker inspect" in v for v in leaks(c, "RAY_AUTH_TOKEN_PATH").values()), "containers searched too"
 
 
-def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) -> None:
-    c = cluster
-    before = set(runs(c, "e2e-lost-node"))
-    # as root on the head (the deploy account has no docker group on this site)
-    proc = c.popen("a3-01", "sudo -n sh -c " + shlex.quote(f"cd /opt/verl-recipe && {TRAIN} {LOST}"))
-    victim = ""
+def train_losing_a_host(
+    c: SimCluster, args: str, experiment: str, back_after_s: float | None = None, timeout: int = RUN_TIMEOUT_S
+) -> tuple[int, str, str, list[str]]:
+    """`docker compose run train-35b-fsdp ARGS` as root on the head (the deploy account has no docker group on this
+    site); at the new run's first step with a rank on a second host, that host is powered off, and on again after
+    `back_after_s` (None: at the end). The exit code, the output, the host and the run folders the command wrote."""
+    before = set(runs(c, experiment))
+    proc = c.popen("a3-01", "sudo -n sh -c " + shlex.quote(f"cd /opt/verl-recipe && {TRAIN} {args}"))
+    victim, out = "", ""
     try:
         end = time.monotonic() + RUN_TIMEOUT_S
-        while time.monotonic() < end and proc.poll() is None:
-            new = [r for r in runs(c, "e2e-lost-node") if r not in before]
-            if new and metrics(c, new[0]):
-                hosts = worker_hosts(c, new[0])
-                if hosts:
-                    victim = sorted(hosts)[0]
-                    break
-            time.sleep(5)
+        while time.monotonic() < end and proc.poll() is None and not victim:
+            found = [r for r in runs(c, experiment) if r not in before]
+            hosts = worker_hosts(c, found[-1]) if found and metrics(c, found[-1]) else set()
+            if hosts:
+                victim = sorted(hosts)[0]
+                c.simctl("fault", victim, "down")
+            else:
+                time.sleep(5)
         assert victim, "the run reached its first step with a rank on a second host"
-        c.simctl("fault", victim, "down")
-        rc = proc.wait(timeout=300)
+        if back_after_s is not None:
+            time.sleep(back_after_s)
+            c.simctl("fault", victim, "clear")
+        rc = proc.wait(timeout=timeout)
         out = proc.stdout.read() if proc.stdout else ""
     finally:
         if proc.poll() is None:
             proc.kill()
         if victim:
             c.simctl("fault", victim, "clear")
+    return rc, out, victim, [r for r in runs(c, experiment) if r not in before]
+
+
+def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) -> None:
+    c = cluster
+    before = set(runs(c, "e2e-lost-node"))
+    rc, out, victim, written = train_losing_a_host(c, LOST, "e2e-lost-node", timeout=300)
     assert rc == 3, out[-4000:]
     assert victim in out and "lost" in out, "the head names the lost host"
-    first = [r for r in runs(c, "e2e-lost-node") if r not in before][0]
+    first = written[0]
     lost = read_json(c, f"{first}/lost_nodes.json")
     assert [x["host"] for x in lost] == [victim]
     assert read_json(c, f"{first}/outcome.json")["exit_code"] == 3
@@ -185,3 +200,112 @@ def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) ->
     assert f"global_step_{resumed}" in on_host(c, "a3-01", f"grep -a 'Resuming from' {second}/train.log").stdout
     steps = [s["step"] for s in metrics(c, second)]
     assert steps == list(range(resumed + 1, LOST_STEPS + 1)), f"no step counted twice: {steps}"
+    verdict = read_json(c, f"{second}/outcome.json")["steps"]
+    assert verdict["verdict"] == "complete" and verdict["missing"] == verdict["twice"] == [], verdict
+    assert verdict["attempts"] == [first.rsplit("/", 1)[1], second.rsplit("/", 1)[1]], verdict
+    assert verdict["redone"] == list(range(resumed + 1, done + 1)), verdict
+
+    # The same command once more: the run is complete, nothing trains (verl alone would train step 6 of 5).
+    p = on_host(c, "a3-01", f"{TRAIN} {LOST}", timeout=RUN_TIMEOUT_S)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    assert f"global_step_{LOST_STEPS} is step {LOST_STEPS} of TOTAL_TRAINING_STEPS={LOST_STEPS}" in out, out[-3000:]
+    assert runs(c, "e2e-lost-node")[-1] == second, "no run was started"
+    # Another layout over this checkpoint (one host: world size 1 against the checkpoint's 2) is refused before
+    # anything starts, in one line naming the checkpoint, what differs and the fix; verl alone would load the model,
+    # then fail on model_world_size_1_rank_0.pt.
+    p = on_host(c, "a3-01", f"{TRAIN} {LOST} --set NNODES=1", timeout=RUN_TIMEOUT_S)
+    out = p.stdout + p.stderr
+    assert p.returncode == 2, out[-3000:]
+    line = next((x for x in out.splitlines() if f"global_step_{LOST_STEPS}: was written with" in x), "")
+    assert "world_size=2" in line and "this launch has world_size=1" in line and "EXPERIMENT_NAME" in line, out[-3000:]
+    assert runs(c, "e2e-lost-node")[-1] == second, "no run was started"
+
+
+DETACHED = "e2e-detached"
+# Enough steps (about 2 s each on the stand-ins) for `make runs` and `make stop` to find it still running.
+DETACHED_STEPS = 40
+# The stand-ins' data gives 8 steps an epoch: TOTAL_EPOCHS lets the run reach DETACHED_STEPS.
+DETACHED_ARGS = f"--set EXPERIMENT_NAME={DETACHED} --set TOTAL_TRAINING_STEPS={DETACHED_STEPS} --set TOTAL_EPOCHS=10"
+
+
+def make_on_site(c: SimCluster, *args: str, timeout: int = RUN_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), *args, f"INVENTORY={c.inventory}"],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_a_detached_run_outlives_its_session_stops_cleanly_and_resumes(cluster: SimCluster) -> None:
+    """`make train DETACH=1` returns at once (its SSH session is over) and the run goes on; `make runs` shows it,
+    `make stop` stops it and records who and where; the same command, detached again, resumes from that checkpoint
+    and `make attach` follows it to its end, every step once."""
+    c = cluster
+    p = make_on_site(c, "train", "RECIPE=qwen3.5-35b-fsdp", "DETACH=1", f"ARGS={DETACHED_ARGS}", timeout=300)
+    assert p.returncode == 0 and "detached:" in p.stderr, (p.stdout + p.stderr)[-3000:]
+    end = time.monotonic() + RUN_TIMEOUT_S
+    first = ""
+    while time.monotonic() < end and not first:
+        found = runs(c, DETACHED)
+        if found and len(metrics(c, found[0])) >= 2:
+            first = found[0]
+        time.sleep(5)
+    assert first, "the detached run reached its second step after the session that started it ended"
+    listed = make_on_site(c, "runs", timeout=300)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    row = next((x for x in listed.stdout.splitlines() if x.startswith(f"{DETACHED}/")), "")
+    assert " running " in row and f"/{DETACHED_STEPS}" in row, listed.stdout[-3000:]
+
+    stopped = make_on_site(c, "stop", f"RUN={DETACHED}", timeout=600)
+    assert stopped.returncode == 0, (stopped.stdout + stopped.stderr)[-3000:]
+    outcome = read_json(c, f"{first}/outcome.json")
+    assert outcome["exit_code"] == 7, outcome
+    who = outcome["stopped"]
+    assert who["by"].startswith(f"{simctl.OPERATOR_USER}@"), who
+    at = who["at_step"]
+    assert at >= 2 and who["last_checkpoint"], who
+    assert f"last complete checkpoint: {who['last_checkpoint']}" in stopped.stdout
+
+    p = make_on_site(c, "train", "RECIPE=qwen3.5-35b-fsdp", "DETACH=1", f"ARGS={DETACHED_ARGS}", timeout=300)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    end = time.monotonic() + 300
+    while time.monotonic() < end and len(runs(c, DETACHED)) < 2:
+        time.sleep(2)  # the detached container waits for the cluster, then writes its run folder
+    assert len(runs(c, DETACHED)) == 2, "the second detached run started"
+    followed = make_on_site(c, "attach", f"RUN={DETACHED}")
+    assert followed.returncode == 0, (followed.stdout + followed.stderr)[-3000:]
+    last = f"progress: step {DETACHED_STEPS}/{DETACHED_STEPS}"
+    assert last in followed.stdout and "finished (exit 0)" in followed.stdout, followed.stdout[-3000:]
+    second = runs(c, DETACHED)[-1]
+    resumed = read_json(c, f"{second}/settings.json")["resumed_from_step"]
+    assert who["last_checkpoint"] and who["last_checkpoint"].endswith(f"global_step_{resumed}"), (who, resumed)
+    verdict = read_json(c, f"{second}/outcome.json")["steps"]
+    assert verdict["verdict"] == "complete" and len(verdict["attempts"]) == 2, verdict
+
+
+RECOVER = "e2e-recover"
+
+
+def test_the_restart_policy_resumes_by_itself_and_a_host_that_stays_away_ends_the_run(cluster: SimCluster) -> None:
+    """RESTARTS (default 3): a host powered off mid-run and back later, and the run resumes by itself and finishes,
+    every step once; with RESTART_WAIT short and the host kept away, the wait ends the run with the host named."""
+    c = cluster
+    args = f"--set EXPERIMENT_NAME={RECOVER} --set TOTAL_TRAINING_STEPS=5"
+    rc, out, victim, _ = train_losing_a_host(c, f"{args} --set RESTART_WAIT=30", RECOVER, timeout=600)
+    assert rc == 3, out[-4000:]
+    assert f"restart 1 of 3: lost node {victim}" in out and "waiting up to 30 s" in out, out[-4000:]
+    assert victim in out.split("waiting up to 30 s", 1)[1], "the wait names the host that did not come back"
+    assert all_joined(c).returncode == 0
+
+    # A new experiment (from its first step, as long as the run above), the host back within the wait (down long
+    # enough to be named lost): the run resumes by itself.
+    args = f"--set EXPERIMENT_NAME={RECOVER}-back --set TOTAL_TRAINING_STEPS=5"
+    rc, out, victim, attempts = train_losing_a_host(c, args, f"{RECOVER}-back", back_after_s=20)
+    assert rc == 0, out[-5000:]
+    assert f"lost node {victim}" in out and "restart 1 of 3" in out, out[-5000:]
+    assert len(attempts) == 2, attempts
+    first = read_json(c, f"{attempts[0]}/outcome.json")
+    assert first["exit_code"] == 3 and first["restart"]["restarting"] is True, first
+    verdict = read_json(c, f"{attempts[1]}/outcome.json")["steps"]
+    assert verdict["verdict"] == "complete" and verdict["missing"] == verdict["twice"] == [], verdict
+    assert verdict["last_step"] == 5 and attempts[1].rsplit("/", 1)[1] in verdict["attempts"], verdict

@@ -68,6 +68,9 @@ def files_of(folder: Path) -> str:
                 title = re.search(r"<title>(.*?)</title>", text)
                 parts.append(f"=== {rel} (html, {len(text.splitlines())} lines, title {title and title.group(1)})\n")
                 parts.append(_html_text(text))
+            elif path.name == "heartbeat":  # the supervisor's clock and pid: its keys, and the step it names
+                beat = json.loads(text)
+                parts.append(f"=== {rel} (keys {sorted(beat)}, step {beat.get('step')})\n")
             else:
                 parts.append(f"=== {rel}\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}")
     return "".join(parts)

@@ -166,6 +166,28 @@ def test_wrong_nic_and_missing_paths_fail(
     assert checks["env:HCCL_SOCKET_IFNAME"]["status"] == "ok"
 
 
+def test_each_recipes_model_path_from_the_site_file_is_checked(
+    node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deploy.yml writes site_models as site.yaml's per-recipe MODEL_PATH and no site-wide one: each is checked."""
+    monkeypatch.delenv("MODEL_PATH")
+    site = node["tmp"] / "site.yaml"
+    present, absent = node["shared"] / "models" / "m", node["shared"] / "models" / "gone"
+    recipes = {"qwen3.5-35b-fsdp": {"MODEL_PATH": str(present)}, "qwen3.5-397b": {"MODEL_PATH": str(absent)}}
+    site.write_text(json.dumps({"recipes": recipes}))
+    monkeypatch.setenv("VERL_RECIPE_SITE", str(site))
+    code, doc = run_json(node, capsys)
+    checks = by_name(doc)
+    assert code == 1
+    assert "path:MODEL_PATH" not in checks
+    assert checks["path:MODEL_PATH:qwen3.5-35b-fsdp"] == {**checks["path:MODEL_PATH:qwen3.5-35b-fsdp"], "status": "ok"}
+    bad = checks["path:MODEL_PATH:qwen3.5-397b"]
+    assert bad["status"] == "fail" and str(absent) in bad["detail"] and "site_models" in bad["fix"]
+    site.write_text(json.dumps({"recipes": {"qwen3.5-397b": {"TP": 8}}}))
+    _, doc = run_json(node, capsys)
+    assert by_name(doc)["path:MODEL_PATH"]["detail"] == "not set", "no model path anywhere still fails"
+
+
 def test_hccl_if_ip_must_be_local(
     node: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

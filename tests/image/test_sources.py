@@ -292,3 +292,54 @@ def test_context_assembles_the_npu_build_context(tmp_path: Path, mirror: dict[st
     assert (out / "sources" / "SHA256SUMS").read_text() == (dest / "SHA256SUMS").read_text()
     names = io.StringIO((out / "sources" / "sources.json").read_text()).read()
     assert "app-" in names
+
+
+@pytest.mark.parametrize(
+    ("ascend_lock", "index", "next_command"),
+    [
+        (None, "https://ascend.example.invalid/simple", "make lock-npu-ascend"),
+        ("triton-ascend==3.2.1\n", "https://ascend.example.invalid/simple", "make lock-npu-ascend"),
+        ("triton-ascend==3.2.1 --hash=sha256:" + "0" * 64 + "\n", "", "make image-npu ASCEND_INDEX_URL="),
+    ],
+    ids=["no-ascend-lock", "ascend-lock-without-hashes", "no-ascend-index"],
+)
+def test_ready_names_the_build_hosts_next_step_before_anything_starts(
+    tmp_path: Path,
+    mirror: dict[str, object],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    ascend_lock: str | None,
+    index: str,
+    next_command: str,
+) -> None:
+    """A clone with the sources fetched but a later step of the build host's sequence not done is refused in one
+    line naming that step, in the sequence's order (sources -> Ascend lock -> Ascend index)."""
+    manifest = write_manifest(
+        tmp_path / "versions.yaml",
+        {"app": {"url": "https://github.com/acme/app.git", "ref": "main", "commit": str(mirror["head"])}},
+    )
+    _, dest, lock = fetch(tmp_path, manifest, str(mirror["base"]))
+    lock_dir = tmp_path / "lockdir"
+    lock_dir.mkdir()
+    if ascend_lock is not None:
+        (lock_dir / "npu-ascend.lock").write_text(ascend_lock)
+    monkeypatch.setenv("ASCEND_INDEX_URL", index)
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    argv = ["--manifest", str(manifest), "ready", "--dest", str(dest), "--lock", str(lock),
+            "--lock-dir", str(lock_dir), "--ca-bundle", str(ca)]  # fmt: skip
+    capsys.readouterr()
+    assert sources.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and next_command in err[0], err
+    # Once that step is done, the same check passes.
+    (lock_dir / "npu-ascend.lock").write_text("triton-ascend==3.2.1 --hash=sha256:" + "0" * 64 + "\n")
+    monkeypatch.setenv("ASCEND_INDEX_URL", "https://ascend.example.invalid/simple")
+    assert sources.main(argv) == 0
+    # The sources come first: a tampered tarball is named before anything about the Ascend index.
+    monkeypatch.setenv("ASCEND_INDEX_URL", "")
+    with next(dest.glob("app-*.tar")).open("ab") as fh:
+        fh.write(b"\0" * 512)
+    capsys.readouterr()
+    assert sources.main(argv) == 1
+    assert "make sources" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """The simulated site profiles (docker/sim-host/simctl_parts/profile.py) without Docker: a real-site cluster's
 description (addresses with no pattern, unique, inside the simulated NPU network, from a recorded seed; npu-smi only
-in /usr/local/sbin on the 2nd and 4th host; HDK versions at or above the floor that differ), what each host's
+in /usr/local/sbin on the head and the 3rd host; HDK versions at or above the floor that differ), what each host's
 stand-in tools then report (its own addresses only, its own versions, the faults still in force), and that the
 default profile is what it always was."""
 
@@ -62,8 +62,8 @@ def test_real_site_addresses_have_no_pattern_and_repeat_by_seed() -> None:
 
 def test_real_site_npu_smi_and_hdk() -> None:
     c = real_site(4)
-    assert [h.get("npu_smi") for h in c["hosts"]] == [None, ["/usr/local/sbin/npu-smi"], None,
-                                                      ["/usr/local/sbin/npu-smi"]]  # fmt: skip
+    sbin = ["/usr/local/sbin/npu-smi"]
+    assert [h.get("npu_smi") for h in c["hosts"]] == [sbin, None, sbin, None]
     versions = [h["hdk"] for h in c["hosts"]]
     floor = simctl.describe("unit", 1, NET)["hdk_min"]
     key = simfaults.version_key
@@ -74,7 +74,7 @@ def test_real_site_npu_smi_and_hdk() -> None:
 def test_options_one_by_one() -> None:
     only_smi = simctl.describe("unit", 2, NET, profile.SiteOptions(npu_smi="sbin-some", seed=1))
     assert only_smi["hosts"][0]["npu_ips"][0] == "198.18.0.11" and "hdk" not in only_smi["hosts"][1]
-    assert only_smi["hosts"][1]["npu_smi"] == ["/usr/local/sbin/npu-smi"]
+    assert only_smi["hosts"][0]["npu_smi"] == ["/usr/local/sbin/npu-smi"] and "npu_smi" not in only_smi["hosts"][1]
     formula = real_site(2, addresses="formula")
     assert formula["hosts"][1]["npu_ips"][7] == "198.18.7.12" and "vnic_ips" not in formula["hosts"][1]
     assert profile.newer_versions("25.5.0") == ["25.5.0", "25.5.1", "25.6.0"]

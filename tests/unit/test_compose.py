@@ -14,7 +14,7 @@ from verl_recipe.recipes import recipe_names, service_name
 ROOT = Path(__file__).resolve().parents[2]
 # One train-* service per recipe (recipes.service_name; make docs writes them), beside the node and tool services.
 TRAIN = {service_name(r): r for r in recipe_names()}
-SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", *TRAIN}
+SERVICES = {"ray-head", "ray-worker", "doctor", "prepare-data", "runs", *TRAIN}
 
 
 def compose_bin() -> str:

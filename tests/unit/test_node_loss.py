@@ -15,7 +15,7 @@ from verl_recipe.cluster.nodewatch import Guard, NodeLost, NodeWatch, knock
 from verl_recipe.rehearse import _get, _wait_ready
 from verl_recipe.render import render
 from verl_recipe.resolve import Request, resolve
-from verl_recipe.run.launcher import run_launch
+from verl_recipe.run.launcher import run_attempt
 
 from tests.fakes import FakeClock
 
@@ -189,7 +189,7 @@ def test_run_that_loses_a_node_is_stopped_and_its_record_names_the_node(
 
     members = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
     t0 = time.monotonic()
-    rc = run_launch(launch, resolved, {}, members=members, every_s=0.2, watch=NodeWatch(confirm_s=0.5, knock=flaky))
+    rc, _ = run_attempt(launch, resolved, {}, members=members, every_s=0.2, watch=NodeWatch(confirm_s=0.5, knock=flaky))
     assert rc == 3
     assert time.monotonic() - t0 < 30, "stopped at once, not after verl's own 60 s"
     err = capsys.readouterr().err
@@ -209,7 +209,7 @@ def test_run_without_losses_keeps_verls_exit_code(tmp_path: Path, monkeypatch: p
     paths = make_shared(tmp_path / "shared")
     recipe, resolved = resolve(Request("qwen3.5-397b", sets=[s for s in set_args(paths) if s != "--set"]))
     members = [view("a3-01", "10.9.0.11")]
-    rc = run_launch(
+    rc, _ = run_attempt(
         render(recipe, resolved, []), resolved, {}, members=members, watch=NodeWatch(knock=lambda i, p: None)
     )
     assert rc == 7

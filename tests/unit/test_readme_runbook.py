@@ -1,27 +1,20 @@
 """README is a page a site starts from: at most 150 lines, and every command of its runbook (the code blocks marked
-`<!-- runbook -->`) names a make target and make variables that exist, so the page cannot drift from the Makefile."""
+`<!-- runbook -->`) names a make target and make variables that exist, and has one rule saying how the end-to-end
+runbook test runs it on the simulated site or why it cannot, so the page cannot drift from the Makefile or the tests."""
 
 from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
+import pytest
+
+from tests import runbook
+from tests.runbook import README, REPO
 
 
 def runbook_lines() -> list[str]:
-    """The command lines of the marked blocks, comments and continuation joins removed."""
-    text = README.read_text()
-    blocks = re.findall(r"<!-- runbook -->\n(?:<!-- runbook -->\n)*```bash\n(.*?)```", text, re.S)
-    lines = []
-    for block in blocks:
-        for raw in block.replace("\\\n", " ").splitlines():
-            line = re.sub(r"\s+#.*$", "", raw).strip()
-            if line:
-                lines.append(line)
-    return lines
+    return [c.line for c in runbook.commands()]
 
 
 def make_database() -> str:
@@ -56,3 +49,28 @@ def test_every_runbook_make_command_names_a_real_target_and_real_variables() -> 
                 assert word in targets, f"README runbook: `{line}` names target {word}, which does not exist"
                 seen += 1
     assert seen >= 6
+
+
+def test_every_runbook_line_has_one_rule_and_every_rule_a_line() -> None:
+    lines = runbook_lines()
+    used = {runbook.rule_for(line) for line in lines}  # raises for a line with no rule or several
+    assert set(runbook.RULES) == used, f"rules no README line uses: {set(runbook.RULES) - used}"
+    for rule in runbook.RULES:
+        assert (rule.how == runbook.NOT_HERE) == bool(rule.why), f"{rule.pattern}: NOT_HERE and only it says why"
+
+
+def test_steps_and_where_they_run_are_read_with_each_line() -> None:
+    cmds = runbook.commands()
+    assert [c.step for c in cmds] == sorted(c.step for c in cmds), "README order"
+    by_line = {c.line: c for c in cmds}
+    assert by_line["make venv"].step == 1 and by_line["make venv"].where == ("build host", "control node")
+    doctor = next(c for c in cmds if "doctor" in c.line)
+    assert doctor.where == ("every host",) and runbook.rule_for(doctor.line).how == runbook.EVERY_HOST
+
+
+def test_a_new_or_changed_line_without_a_rule_is_named() -> None:
+    text = README.read_text().replace("make preflight INVENTORY=", "make preflight-all INVENTORY=", 1)
+    changed = [c.line for c in runbook.commands(text) if "preflight-all" in c.line]
+    assert changed
+    with pytest.raises(LookupError, match="preflight-all"):
+        runbook.rule_for(changed[0])

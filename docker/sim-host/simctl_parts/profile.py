@@ -6,7 +6,8 @@
                                network 198.18.0.0/15 (RFC 2544, never routed), known only from each host's own
                                /etc/hccn.conf and hccn_tool
   --npu-smi everywhere|sbin-some  npu-smi in /usr/local/sbin with a link in /usr/local/bin on every host, or only in
-                               /usr/local/sbin on the 2nd and 4th host (docs/a3-tools.md T13: both layouts are real)
+                               /usr/local/sbin on the head and the 3rd host (docs/a3-tools.md T13: both layouts are
+                               real)
   --hdk uniform|mixed          every host at host.hdk_min, or HDK versions that differ between hosts, all at or above it
   --seed N                     the seed of the random choices (default: drawn), recorded in cluster.json
   --profile default|real-site  default: formula, everywhere, uniform; real-site: random, sbin-some, mixed, and two
@@ -53,8 +54,9 @@ PROFILES: dict[str, dict[str, str]] = {
 # is not the head's.
 MIXED_MEM_GIB = (2048, 1536)
 NPU_SMI_SBIN = "/usr/local/sbin/npu-smi"
-# The hosts (by rank) whose npu-smi is only in /usr/local/sbin under --npu-smi sbin-some: the 2nd and the 4th.
-SBIN_ONLY_RANKS = (1, 3)
+# The hosts (by rank) whose npu-smi is only in /usr/local/sbin under --npu-smi sbin-some: the head (it runs the
+# training container too) and the 3rd, so a 3-host cluster has two such hosts and one with the usual link.
+SBIN_ONLY_RANKS = (0, 2)
 # The simulated NPU network: RoCE addresses in the first /16, vNIC addresses in the second (the formula's layout);
 # the .0.1 of each is the dies' gateway (simhostview.npu_gateway), never a die's.
 ROCE_NET = ipaddress.IPv4Network(f"{NPU_NET}.0.0/16")

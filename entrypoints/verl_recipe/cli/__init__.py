@@ -2,8 +2,8 @@
 
 Exit codes: exitcodes.py (0 success; 1 a check found problems, e.g. a rehearsal; 2 bad input, every problem printed,
 one per line; 3 cluster not ready in time or a node lost; 4 a real launch on the simulated cluster; 5 a health rule
-in HEALTH_STOP stopped the run; 6 `compare` found a regression); other values are the training process's own exit
-code. docs/cli.md has the table.
+in HEALTH_STOP stopped the run; 6 `compare` found a regression; 7 `stop` stopped the run); other values are the
+training process's own exit code. docs/cli.md has the table.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..checks import resume
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..exitcodes import EXIT_NOT_READY as EXIT_NOT_READY  # these two also named here, with the others
 from ..exitcodes import EXIT_SIMULATED as EXIT_SIMULATED
@@ -31,6 +32,9 @@ FORWARDED = {
     "report": "the readiness page (HTML) from preflight/rehearsal JSON reports, or RUN_DIR/run.html from a run folder",
     "diagnose": "known failure signatures in a run's logs: cause, fix, what prevents it next time",
     "compare": "a run against a baseline run or file (verl's metrics); --save-baseline FILE saves one",
+    "runs": "every run under LOG_DIR: state, step of total, ETA, attempts, last alert",
+    "attach": "a run's progress lines from its first step, following it until it ends (Ctrl-C leaves the run)",
+    "stop": "stop a run cleanly (verl ends its Ray job), wait for its end, and record who stopped it and where",
 }
 
 
@@ -111,6 +115,10 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
         from ..run import compare
 
         return compare.main(args)
+    if cmd in ("runs", "attach", "stop"):
+        from ..run import lifecycle
+
+        return lifecycle.main(cmd, args)
     from pathlib import Path
 
     if len(args) == 1 and Path(args[0]).is_dir():  # a run folder: the run page
@@ -158,9 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if ns.cmd == "validate":
                 print(f"ok: {req.recipe} is valid ({len(launch.argv) - 3} overrides)")
                 return EXIT_OK
-            from ..run.launcher import run_launch
+            done = resume.complete(resolved.values)
+            if done:  # the same command after a finished run trains nothing
+                print(done, flush=True)
+                return EXIT_OK
+            from ..run.launcher import run_attempt
 
-            return run_launch(launch, resolved)
+            return run_attempt(launch, resolved)[0]
         return run_cluster_command(ns, extra)
     except SettingsError as exc:
         error(exc)

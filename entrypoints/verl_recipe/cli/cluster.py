@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..checks import resume
 from ..cluster.nodeenv import NodeEnv, from_environ
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_READY, EXIT_OK, EXIT_SIMULATED
 from ..prepare import add_request_args, prepare, request_of
@@ -40,18 +41,29 @@ def add_cluster_commands(sub: Any) -> None:
     p_wait.add_argument("--nodes", type=int, required=True)
     p_wait.add_argument("--dies", type=int, default=DIES_PER_NODE)
     p_wait.add_argument("--deadline", type=float, default=DEFAULT_WAIT_DEADLINE_S)
-    p_train = sub.add_parser("train", help="wait for the cluster, validate, write the run record and launch")
+    p_train = sub.add_parser(
+        "train",
+        help="wait for the cluster, validate, write the run record and launch",
+        epilog="exit codes: 0 done (or complete already), 1 a rehearsal found problems, 2 bad input (nothing "
+        "started), 3 the cluster not ready or a node lost, 4 a real launch on the simulated cluster, 5 a "
+        "HEALTH_STOP rule stopped the run, 7 `verl-recipe stop` stopped it; other values are verl's (docs/cli.md)",
+    )
     add_request_args(p_train)
     p_train.add_argument("--rehearse", action="store_true", help="run the rehearsal instead of the training")
-    p_train.add_argument("--wait-deadline", type=float, default=DEFAULT_WAIT_DEADLINE_S)
+    p_train.add_argument(
+        "--wait-deadline",
+        type=float,
+        default=DEFAULT_WAIT_DEADLINE_S,
+        help=f"seconds to wait for every node to join (default {DEFAULT_WAIT_DEADLINE_S:.0f})",
+    )
     p_train.add_argument(
         "--ranks-per-node",
         type=int,
         default=0,
         help="rehearsal ranks per node (default: every die on NPU, 1 in the simulation)",
     )
-    p_train.add_argument("--tensor-mb", type=float, default=8.0)
-    p_train.add_argument("--iters", type=int, default=5)
+    p_train.add_argument("--tensor-mb", type=float, default=8.0, help="rehearsal all-reduce size in MB (default 8)")
+    p_train.add_argument("--iters", type=int, default=5, help="rehearsal all-reduce iterations (default 5)")
     p_prep = sub.add_parser("prepare-data", help="verify (or, in the simulation, create) the model and data")
     add_request_args(p_prep)
     p_prep.add_argument(
@@ -160,6 +172,10 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     if problems:
         return refuse(problems, req.recipe)
     v = resolved.values
+    done = None if ns.rehearse else resume.complete(v)
+    if done:  # the same command after a finished run trains nothing (verl would train one step past the total)
+        print(done, flush=True)
+        return EXIT_OK
     nnodes, dies = int(v["NNODES"]), int(v["NDEVICES_PER_NODE"])
     from ..cluster.raynode import require_token_auth
 
@@ -181,7 +197,8 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         members = [m for m in views_from_ray(ray) if m.alive]  # the launch keeps knocking on these
     finally:
         ray.shutdown()
-    from ..run.launcher import end_of_simulation, run_launch
+    from ..run import restart
+    from ..run.launcher import end_of_simulation, run_attempt
 
     info: dict[str, Any] = {"cluster": ne.gcs_address}
     if v["DEVICE"] == "cpu":
@@ -189,7 +206,44 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         print(f"simulated cluster: {STANDIN_NOTE}", file=sys.stderr, flush=True)
     elif ne.simulated:
         return end_of_simulation(launch, resolved, info, EXIT_SIMULATED)
-    return run_launch(launch, resolved, info, members=members)
+    # The restart policy (run/restart.py): each attempt is a run folder of its own; one that lost a node or met a
+    # transient failure starts again once the cluster is whole, validated again and resumed; bounded by RESTARTS.
+    before: list[restart.Attempt] = []
+    while True:
+        rc, run_dir = run_attempt(launch, resolved, info, members=members)
+        now = restart.attempt_of(rc, run_dir)
+        again, why = restart.decide(now, before, int(v.get("RESTARTS") or 0))
+        if rc != EXIT_OK:
+            print(why, file=sys.stderr, flush=True)
+            restart.record(now, again, why, len(before) + 1)
+        if not again:
+            return rc
+        before.append(now)
+        wait_s = float(v.get("RESTART_WAIT") or ns.wait_deadline)
+        print(f"waiting up to {wait_s:.0f} s for all {nnodes} nodes to be back", file=sys.stderr, flush=True)
+        rc, members = _wait_whole(ne, nnodes, dies, wait_s, watch)
+        if rc:
+            return rc  # the wait's line names the host that did not come back
+        launch, resolved, problems = prepare(req)  # validated again: the resume check sees the new checkpoint
+        if problems:
+            return refuse(problems, req.recipe)
+        v = resolved.values
+        done = resume.complete(v)
+        if done:
+            print(done, flush=True)
+            return EXIT_OK
+
+
+def _wait_whole(ne: NodeEnv, nnodes: int, dies: int, deadline_s: float, watch: Any) -> tuple[int, list[Any]]:
+    """Every node back with its dies within the deadline, and the joined members; or the wait's exit code."""
+    from ..cluster.clusterwait import views_from_ray, wait_for_cluster
+
+    ray = _connect(ne, deadline_s)
+    try:
+        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, deadline_s, watch=watch)
+        return rc, ([] if rc else [m for m in views_from_ray(ray) if m.alive])
+    finally:
+        ray.shutdown()
 
 
 def run_rehearsal(ray: Any, ns: argparse.Namespace, ne: NodeEnv, v: dict[str, Any], guard: Any = None) -> int:

@@ -15,9 +15,14 @@ ALERTS = "alerts.json"  # the health rules' alerts, in order
 DIAGNOSIS = "diagnosis.json"  # the failure signatures found in the logs (or the last error block)
 RUN_PAGE = "run.html"  # the run page
 NODES = "nodes"  # a link to LOG_DIR/nodes: one log per host, for the node's life
+HEARTBEAT = "heartbeat"  # rewritten by the supervisor while it lives: `verl-recipe runs` tells running from gone
+STOP_REQUEST = "stop_request.json"  # written by `verl-recipe stop`: who asked and when; the supervisor honours it
 
 # Every name, in the order docs/contracts.md lists them.
-ALL = (LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES)
+ALL = (
+    LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES,
+    HEARTBEAT, STOP_REQUEST,
+)  # fmt: skip
 
 # The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page
 # read it.

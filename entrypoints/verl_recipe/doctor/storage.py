@@ -32,11 +32,37 @@ def with_site_paths(env: dict[str, str]) -> dict[str, str]:
     return merged
 
 
+def recipe_model_paths(env: dict[str, str]) -> dict[str, str]:
+    """Each recipe's MODEL_PATH from the site file's per-recipe sections (deploy.yml writes the inventory's
+    site_models there: one checkpoint folder per recipe, no site-wide MODEL_PATH)."""
+    site = default_site_file(env)
+    try:
+        data = read_site_yaml(site) if site is not None and site.is_file() else None
+    except SettingsError:
+        return {}
+    recipes = data.get("recipes") if isinstance(data, dict) else None
+    if not isinstance(recipes, dict):
+        return {}
+    return {
+        str(name): str(section["MODEL_PATH"])
+        for name, section in sorted(recipes.items())
+        if isinstance(section, dict) and isinstance(section.get("MODEL_PATH"), str)
+    }
+
+
 def check_paths(env: dict[str, str]) -> list[Finding]:
     out: list[Finding] = []
     env = with_site_paths(env)
     for var in PATH_VARS:
         value = env.get(var, "")
+        per_recipe = recipe_model_paths(env) if var == "MODEL_PATH" and not value else {}
+        for recipe, path in per_recipe.items():
+            ok = Path(path).exists()
+            fix = f"put {recipe}'s checkpoint there, or correct its site_models entry and deploy again"
+            out.append(Finding(f"path:MODEL_PATH:{recipe}", "ok" if ok else "fail", path if ok else f"{path} not found",
+                               "" if ok else fix))  # fmt: skip
+        if per_recipe:
+            continue
         if not value:
             fix = f"set {var} in node.env or the site file (deploy.yml writes both)"
             out.append(Finding(f"path:{var}", "fail", "not set", fix))

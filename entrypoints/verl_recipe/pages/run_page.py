@@ -389,6 +389,11 @@ def _state(run: Run) -> tuple[str, str]:
     if run.outcome is None:
         return "warn", "running (no outcome.json yet)"
     code = run.outcome.get("exit_code")
+    stopped, restart = run.outcome.get("stopped"), run.outcome.get("restart")
+    if isinstance(stopped, dict):
+        return "warn", f"stopped by {stopped.get('by', '?')} at step {stopped.get('at_step')}: exit code {code}"
+    if isinstance(restart, dict) and restart.get("restarting"):
+        return "warn", f"restarted by the head: exit code {code}; {restart.get('why', '')}"
     return ("ok", "ended: exit code 0") if code == 0 else ("fail", f"failed: exit code {code}")
 
 

@@ -7,19 +7,23 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
+from ..checks import resume
 from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
-from ..contracts import runfiles
-from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY
+from ..contracts import checkpoints, runfiles
+from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY, EXIT_STOPPED
 from ..layers import Resolved
 from ..pages.run_page import RunPageError, write_run_page
+from ..recipes import load_recipe
 from ..render import Launch, with_env
 from .diagnose import write_diagnosis
 from .health import Alert, Health, Thresholds, host_mem_total_gb
+from .lifecycle import HEARTBEAT_EVERY_S, stop_request, write_heartbeat
 from .metricstream import MetricTail, Progress
 from .record import (
     METRICS_ENV,
@@ -29,6 +33,7 @@ from .record import (
     record_lost,
     record_resume,
     resumed_step,
+    write_checkpoint_identity,
     write_run_record,
 )
 
@@ -78,11 +83,15 @@ class RunSupervisor:
         # it.
         self.launch = with_env(launch, {METRICS_ENV: str(self.run_dir / METRICS_FILE)})
         self.run_dir = write_run_record(self.run_dir, self.launch, resolved, extra_info or {})
+        write_checkpoint_identity(launch.recipe, load_recipe(launch.recipe).engine, resolved.values)
         self.log_path = self.run_dir / runfiles.LOG
         self.show = os.environ.get(SHOW_VERL_ENV) == "1"
         self.lost: list[dict[str, Any]] = []
         self.stopped: list[Alert] = []
         self.resumed: list[int] = []
+        self.stop_asked: dict[str, Any] | None = None  # `verl-recipe stop`'s request, once honoured
+        self.last_step: int | None = None
+        self._beat_at = 0.0
         total = int(resolved.values.get("TOTAL_TRAINING_STEPS") or 0) or None
         # The simulated cluster's CPU ranks have no device memory to show: host RAM instead (the line says which).
         self.progress = Progress(total, host_memory=resolved.values.get("DEVICE") == "cpu")
@@ -138,9 +147,24 @@ class RunSupervisor:
             self.stopped.append(alert)
             self.stop_verl()
 
+    def tick(self) -> None:
+        """Every poll of the metric tail: the heartbeat `verl-recipe runs` reads, a stop `verl-recipe stop` asked
+        for, and the health rules' stall timer."""
+        now = time.monotonic()
+        if now - self._beat_at >= HEARTBEAT_EVERY_S:
+            self._beat_at = now
+            write_heartbeat(self.run_dir, self.last_step)
+        asked = None if self.stop_asked else stop_request(self.run_dir)
+        if asked is not None and self.proc is not None and self.proc.poll() is None:
+            self.stop_asked = asked
+            self._say(f"stop requested by {asked.get('by', '?')} at step {self.last_step}: stopping verl")
+            self.stop_verl()
+        self.health.tick()
+
     # ---- what verl writes
 
     def on_step(self, rec: dict[str, Any]) -> None:
+        self.last_step = rec["step"]
         print(self.progress.line(rec), flush=True)
         self.health.on_record(rec)
         refresh_run_page(self.run_dir)
@@ -176,7 +200,8 @@ class RunSupervisor:
             )
             stdout = self.proc.stdout
             assert stdout is not None
-            tail = MetricTail(self.run_dir / METRICS_FILE, self.on_step, on_poll=self.health.tick)
+            write_heartbeat(self.run_dir, None)
+            tail = MetricTail(self.run_dir / METRICS_FILE, self.on_step, on_poll=self.tick)
             with RunWatch(self.members, self.on_loss, every_s=self.every_s, watch=self.watch), tail:
                 for chunk in iter(stdout.readline, b""):
                     self.on_output(chunk)
@@ -186,8 +211,22 @@ class RunSupervisor:
 
     def finish(self, verl_rc: int) -> int:
         """The end of the record, the last lines of a failed run, its diagnosis, and the run page."""
-        rc = EXIT_NOT_READY if self.lost else EXIT_HEALTH if self.stopped else verl_rc
-        record_end(self.run_dir, rc, self.lost, verl_rc, asdict(self.stopped[0]) if self.stopped else None)
+        rc = (
+            EXIT_NOT_READY
+            if self.lost
+            else EXIT_HEALTH
+            if self.stopped
+            else EXIT_STOPPED
+            if self.stop_asked
+            else verl_rc
+        )
+        stopped = None
+        if self.stop_asked is not None:
+            folder = resume.checkpoint_dir(self.resolved.values)
+            step = resume.latest_step(folder)
+            last = str(folder / checkpoints.step_dir(step)) if step is not None else None
+            stopped = {**self.stop_asked, "at_step": self.last_step, "last_checkpoint": last}
+        record_end(self.run_dir, rc, self.lost, verl_rc, asdict(self.stopped[0]) if self.stopped else None, stopped)
         if rc and not self.show:
             sys.stderr.write(f"last lines of {self.log_path}:\n{last_lines(self.log_path, 30)}")
         outcome = self.run_dir / runfiles.OUTCOME
@@ -210,17 +249,18 @@ class RunSupervisor:
         return rc
 
 
-def run_launch(
+def run_attempt(
     launch: Launch,
     resolved: Resolved,
     extra_info: dict[str, Any] | None = None,
     members: list[Any] | None = None,
     every_s: float = 5.0,
     watch: NodeWatch | None = None,
-) -> int:
-    """Run a validated launch under a RunSupervisor; its exit code (3: a node lost, 5: a health rule stopped it,
-    else verl's)."""
-    return RunSupervisor(launch, resolved, extra_info, members, every_s, watch).run()
+) -> tuple[int, Path]:
+    """Run a validated launch under a RunSupervisor: its exit code (3: a node lost, 5: a health rule stopped it, 7:
+    `verl-recipe stop` stopped it, else verl's) and the run folder it wrote (the restart policy reads how it ended)."""
+    sup = RunSupervisor(launch, resolved, extra_info, members, every_s, watch)
+    return sup.run(), sup.run_dir
 
 
 def refresh_run_page(run_dir: Path) -> Path | None:

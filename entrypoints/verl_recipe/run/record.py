@@ -7,14 +7,17 @@ import os
 import re
 import shlex
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..contracts import runfiles
+from ..checks import resume
+from ..contracts import checkpoints, runfiles
 from ..layers import Resolved
 from ..render import Launch, experiment_dir
+from .steps import integrity
 
 # verl 0.8.0's "file" logger (verl/utils/tracking.py FileLogger) writes one {"step", "data"} line per step to this
 # path; the launcher points it into the run folder.
@@ -83,6 +86,23 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
     return run_dir
 
 
+def write_checkpoint_identity(recipe: str, engine: str, values: dict[str, Any]) -> Path | None:
+    """What this launch's checkpoints are written with, beside them (checks/resume.py compares it at the next
+    launch); replaced whole, never half-written. A folder that cannot be written is said, and the run goes on: verl
+    itself stops on it at its first save."""
+    folder = resume.checkpoint_dir(values)
+    path = folder / checkpoints.IDENTITY
+    tmp = folder / f".{checkpoints.IDENTITY}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(resume.identity(recipe, engine, values), indent=2, sort_keys=True) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        print(f"warning: {path} not written ({exc.strerror}): the next resume is not compared", file=sys.stderr)
+        return None
+    return path
+
+
 def shell_command(launch: Launch) -> str:
     """The launch as one copy-pasteable shell command."""
     lines = ["env \\"]
@@ -105,6 +125,7 @@ def record_end(
     lost: list[dict[str, Any]],
     verl_exit_code: int | None = None,
     health_stop: dict[str, Any] | None = None,
+    stopped: dict[str, Any] | None = None,
 ) -> None:
     """`exit_code` (the run's, as the command returned it) and `outcome.json`: how the run ended, which node it
     lost, and how to go on (the next launch resumes from the latest checkpoint: trainer.resume_mode=auto)."""
@@ -120,10 +141,15 @@ def record_end(
         # The alert (alerts.json's form) whose rule HEALTH_STOP names: the launcher stopped verl for it.
         outcome["health_stop"] = health_stop
         outcome["next"] = f"{health_stop['line']}; then run the same command: it resumes from the latest checkpoint"
+    if stopped is not None:
+        # `verl-recipe stop`: who asked and when, the step reached, the checkpoint the same command resumes from
+        outcome["stopped"] = stopped
+        outcome["next"] = f"run the same command: it resumes from {stopped.get('last_checkpoint') or 'the start'}"
     if lost:
         hosts = ", ".join(f"{x['host']} ({x['ip']})" for x in lost)
         outcome["next"] = (
             f"bring {hosts} back (its Ray node rejoins by itself after a reboot), then run the same command "
             "again: it resumes from the latest checkpoint under CKPT_DIR (trainer.resume_mode=auto)"
         )
+    outcome["steps"] = integrity(run_dir)
     (run_dir / runfiles.OUTCOME).write_text(json.dumps(outcome, indent=2) + "\n")

@@ -28,6 +28,9 @@ class Signature:
     fix: str
     prevent: str
     sources: tuple[str, ...]
+    # A failure that the same launch may not meet again (a link that flapped, a host that rebooted): the restart
+    # policy (run/restart.py) starts such a run again by itself when it is the first finding; any other is not.
+    transient: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -278,6 +281,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "https://github.com/vllm-project/afd-plugin/issues/229",
             "https://github.com/vllm-project/vllm-ascend/issues/9447",
         ),
+        transient=True,
     ),
     Signature(
         id="hccl-exec-timeout",
@@ -301,6 +305,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "https://github.com/vllm-project/vllm-ascend/issues/16652",
             "https://github.com/vllm-project/vllm-ascend/issues/3413",
         ),
+        transient=True,
     ),
 )
 
