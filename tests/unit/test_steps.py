@@ -62,3 +62,10 @@ def test_a_half_written_last_line_is_not_a_step(tmp_path: Path) -> None:
     with open(d / "metrics.jsonl", "a") as f:
         f.write('{"step": 3, "data": {"x"')
     assert integrity(d)["last_step"] == 2
+
+
+def test_a_step_saved_but_not_logged_before_a_stop_is_unlogged_not_missing(tmp_path: Path) -> None:
+    """verl saves step 6, then is stopped before its log line: the next attempt resumes from 6 and logs 7 on."""
+    attempt(tmp_path, "a", [1, 2, 3, 4, 5])
+    v = integrity(attempt(tmp_path, "b", [7, 8], resumed=6, total=8))
+    assert (v["verdict"], v["missing"], v["unlogged"]) == ("complete", [], [6])

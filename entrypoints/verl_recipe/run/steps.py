@@ -2,7 +2,8 @@
 against the requested total, no step missing, no step logged twice. The attempts are the experiment's earlier run
 folders this one resumed through: each resumed from a checkpoint (settings.json's resumed_from_step, from verl's own
 "Resuming from" line), so of an earlier attempt only the steps up to that checkpoint stand; the ones after it were
-trained again ("redone": the work a loss cost)."""
+trained again ("redone": the work a loss cost), and the ones up to it that no attempt logged were trained all the
+same ("unlogged": the checkpoint proves them)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ def integrity(run_dir: Path) -> dict[str, Any]:
     twice |= {s for s in mine if mine.count(s) > 1}
     stands |= set(mine)
     cut = _resumed_from(here)
+    # verl trains in order and saves a step before it logs it (ray_trainer.py fit(): _save_checkpoint, then
+    # logger.log), so the checkpoint this run resumed from proves every step up to it trained, logged or not: an
+    # attempt ended between a save and its log line leaves that step unlogged, not missing.
+    proven = cut or 0
     for prev in reversed(earlier):
         if cut is None:
             break  # the attempt started from scratch: nothing before it counts
@@ -75,7 +80,8 @@ def integrity(run_dir: Path) -> dict[str, Any]:
     last = max(stands, default=0)
     # A chain that reaches back to a checkpoint whose run is not here (cut is not None) starts after that step.
     start = cut + 1 if cut is not None else 1
-    missing = sorted(set(range(max(start, 1), last + 1)) - stands)
+    missing = sorted(set(range(max(start, proven + 1), last + 1)) - stands)
+    unlogged = sorted(set(range(max(start, 1), proven + 1)) - stands)
     if not stands:
         verdict = "no step logged"
     elif missing or twice:
@@ -90,6 +96,7 @@ def integrity(run_dir: Path) -> dict[str, Any]:
         "total": total,
         "attempts": list(reversed(attempts)),
         "missing": missing,
+        "unlogged": unlogged,
         "twice": sorted(twice),
         "redone": sorted(redone),
     }
