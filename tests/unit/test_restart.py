@@ -78,3 +78,18 @@ def test_the_decision_is_recorded_and_runs_says_recovering_then_restarted(tmp_pa
     nxt.mkdir()
     (nxt / runfiles.LAUNCH).write_text("{}")
     assert lifecycle.state_of(now.run_dir).state == "restarted"
+
+
+def test_attach_follows_a_restarted_attempt_into_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    now = ended(tmp_path, "20261204T100000Z", EXIT_NOT_READY, 2, lost="a3-02")
+    restart.record(now, True, "restart 1 of 3: lost node a3-02 after step 2", 1)
+    nxt = now.run_dir.parent / "20261204T101000Z"
+    nxt.mkdir()
+    (nxt / runfiles.LAUNCH).write_text("{}")
+    (nxt / runfiles.SETTINGS).write_text(json.dumps({"total_steps": 4, "resumed_from_step": 2}))
+    (nxt / runfiles.METRICS).write_text("".join(json.dumps({"step": k, "data": {}}) + "\n" for k in (3, 4)))
+    (nxt / runfiles.OUTCOME).write_text(json.dumps({"exit_code": 0}))
+    assert lifecycle.cmd_attach(now.run_dir, poll_s=0.01) == 0
+    out = capsys.readouterr().out
+    assert [f"progress: step {k}/10" in out for k in (1, 2, 3, 4)] == [True] * 4, out
+    assert "following the next attempt 20261204T101000Z" in out and out.rstrip().endswith("finished (exit 0)"), out

@@ -22,10 +22,10 @@ from typing import Any
 
 from ..contracts import metrics as verl_metrics
 from ..contracts import runfiles
-from ..contracts.records import finite_number
+from ..contracts.records import complete_records, finite_number, parse_record
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from ..problems import error
-from .metricstream import Progress, progress_line
+from .metricstream import Progress, eta_text
 from .steps import integrity, logged_steps
 
 # A heartbeat older than this means the supervisor is gone (its host or container died) without writing the end.
@@ -113,16 +113,13 @@ def _eta(run_dir: Path, step: int | None, total: int | None) -> str:
     try:
         with open(run_dir / runfiles.METRICS, "rb") as f:
             for line in f:
-                rec = json.loads(line) if line.endswith(b"\n") else None
-                secs = finite_number((rec or {}).get("data", {}).get(verl_metrics.STEP_S))
+                rec = parse_record(line) if line.endswith(b"\n") else None
+                secs = finite_number(rec["data"].get(verl_metrics.STEP_S)) if rec is not None else None
                 if secs is not None:
                     times.append(secs)
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return ""
-    if not times:
-        return ""
-    text = progress_line({"step": step, "data": {}}, total, [statistics.median(times)])
-    return text.split("ETA ", 1)[1] if "ETA " in text else ""
+    return eta_text(statistics.median(times) * (total - step)) if times else ""
 
 
 def _exit_code(run_dir: Path) -> int | None:
@@ -133,10 +130,36 @@ def _exit_code(run_dir: Path) -> int | None:
     return int(text) if text.lstrip("-").isdigit() else None
 
 
-def state_of(run_dir: Path, now: float | None = None) -> RunState:
-    now = time.time() if now is None else now
-    settings = _read(run_dir / runfiles.SETTINGS) or {}
+def _next_attempt(run_dir: Path) -> Path | None:
+    later = sorted(p for p in run_dir.parent.iterdir() if p.name > run_dir.name and (p / runfiles.LAUNCH).is_file())
+    return later[0] if later else None
+
+
+def phase(run_dir: Path, now: float | None = None) -> tuple[str, dict[str, Any] | None, int | None]:
+    """The run's state, its outcome.json and its exit code, from the small files only (attach and stop poll this:
+    the metric stream is never read here)."""
     outcome = _read(run_dir / runfiles.OUTCOME)
+    if isinstance(outcome, dict):
+        code = outcome.get("exit_code")
+        exit_code = code if isinstance(code, int) else None
+        state = STOPPED if outcome.get("stopped") else FINISHED if exit_code == 0 else FAILED
+        restart = outcome.get("restart")
+        if isinstance(restart, dict) and restart.get("restarting"):
+            # the head starts it again by itself: recovering until the next attempt's folder is there
+            state = RESTARTED if _next_attempt(run_dir) else RECOVERING
+        return state, outcome, exit_code
+    code = _exit_code(run_dir)
+    if code is not None:  # a record that ended without outcome.json (the simulation's 4)
+        return (FINISHED if code == 0 else FAILED), None, code
+    beat = _read(run_dir / runfiles.HEARTBEAT)
+    now = time.time() if now is None else now
+    fresh = isinstance(beat, dict) and now - float(beat.get("time") or 0) < HEARTBEAT_STALE_S
+    return (RUNNING if fresh else GONE), None, None
+
+
+def state_of(run_dir: Path, now: float | None = None) -> RunState:
+    state, outcome, exit_code = phase(run_dir, now)
+    settings = _read(run_dir / runfiles.SETTINGS) or {}
     total = settings.get("total_steps") if isinstance(settings.get("total_steps"), int) else None
     steps = logged_steps(run_dir)
     step = steps[-1] if steps else None
@@ -144,26 +167,13 @@ def state_of(run_dir: Path, now: float | None = None) -> RunState:
     last_alert = (
         alerts[-1].get("line", "") if isinstance(alerts, list) and alerts and isinstance(alerts[-1], dict) else ""
     )
-    attempts = 1
-    exit_code = None
-    if isinstance(outcome, dict):
-        exit_code = outcome.get("exit_code")
+    if outcome is not None:
         verdict = outcome.get("steps")
         attempts = len(verdict.get("attempts") or [1]) if isinstance(verdict, dict) else 1
-        state = STOPPED if outcome.get("stopped") else FINISHED if exit_code == 0 else FAILED
-        restart = outcome.get("restart")
-        if isinstance(restart, dict) and restart.get("restarting"):
-            # the head starts it again by itself: recovering until the next attempt's folder is there
-            later = [p for p in run_dir.parent.iterdir() if p.name > run_dir.name and (p / runfiles.LAUNCH).is_file()]
-            state = RESTARTED if later else RECOVERING
-    elif (code := _exit_code(run_dir)) is not None:  # a record that ended without outcome.json (the simulation's 4)
-        exit_code = code
-        state = FINISHED if code == 0 else FAILED
-    else:
-        beat = _read(run_dir / runfiles.HEARTBEAT)
-        fresh = isinstance(beat, dict) and now - float(beat.get("time") or 0) < HEARTBEAT_STALE_S
-        state = RUNNING if fresh else GONE
+    elif state in (RUNNING, GONE):
         attempts = len(integrity(run_dir)["attempts"])  # this run and the earlier ones it resumed through
+    else:
+        attempts = 1
     return RunState(
         run=f"{run_dir.parent.parent.name}/{run_dir.name}",
         path=str(run_dir),
@@ -174,7 +184,7 @@ def state_of(run_dir: Path, now: float | None = None) -> RunState:
         eta=_eta(run_dir, step, total) if state == RUNNING else "",
         last_alert=last_alert,
         attempts=attempts,
-        exit_code=exit_code if isinstance(exit_code, int) else None,
+        exit_code=exit_code,
     )
 
 
@@ -230,11 +240,6 @@ def cmd_runs(log_dirs: list[Path], as_json: bool) -> int:
     return EXIT_OK
 
 
-def _next_attempt(run_dir: Path) -> Path | None:
-    later = sorted(p for p in run_dir.parent.iterdir() if p.name > run_dir.name and (p / runfiles.LAUNCH).is_file())
-    return later[0] if later else None
-
-
 def cmd_attach(run_dir: Path, follow: bool = True, poll_s: float = ATTACH_POLL_S, recover_s: float = 3600.0) -> int:
     """The run's progress lines from its first step, then each new one as verl writes it, until the run ends; an
     attempt the restart policy starts again is followed into the next attempt's folder (for up to `recover_s`).
@@ -252,33 +257,29 @@ def cmd_attach(run_dir: Path, follow: bool = True, poll_s: float = ATTACH_POLL_S
             except OSError:
                 chunk = b""
             offset += len(chunk)
-            *lines, rest = (rest + chunk).split(b"\n")
-            for line in lines:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and isinstance(rec.get("step"), int) and isinstance(rec.get("data"), dict):
-                    print(progress.line(rec), flush=True)
-            st = state_of(run_dir)
-            if follow and st.state in (RECOVERING, RESTARTED):
+            records, rest = complete_records(rest + chunk)
+            for rec in records:
+                print(progress.line(rec), flush=True)
+            state, _, exit_code = phase(run_dir)
+            if follow and state in (RECOVERING, RESTARTED):
                 end = time.monotonic() + recover_s
                 nxt = _next_attempt(run_dir)
-                while nxt is None and time.monotonic() < end and state_of(run_dir).state == RECOVERING:
+                while nxt is None and time.monotonic() < end and phase(run_dir)[0] == RECOVERING:
                     time.sleep(poll_s)
                     nxt = _next_attempt(run_dir)
                 if nxt is not None:
-                    print(f"{st.run}: {st.state}; following the next attempt {nxt.name}", flush=True)
+                    print(f"{st.run}: {state}; following the next attempt {nxt.name}", flush=True)
                     run_dir, offset, rest = nxt, 0, b""
+                    st = state_of(run_dir)
                     continue
-            if st.state != RUNNING or not follow:
+            if state != RUNNING or not follow:
                 break
             time.sleep(poll_s)
     except KeyboardInterrupt:
         print("detached; the run goes on", flush=True)
         return EXIT_OK
-    print(f"{st.run}: {st.state}" + ("" if st.exit_code is None else f" (exit {st.exit_code})"), flush=True)
-    return EXIT_OK if st.state in (RUNNING, FINISHED, STOPPED, RECOVERING, RESTARTED) else EXIT_FAILED
+    print(f"{st.run}: {state}" + ("" if exit_code is None else f" (exit {exit_code})"), flush=True)
+    return EXIT_OK if state in (RUNNING, FINISHED, STOPPED, RECOVERING, RESTARTED) else EXIT_FAILED
 
 
 def _host_memory(run_dir: Path) -> bool:
@@ -299,14 +300,14 @@ def cmd_stop(run_dir: Path, wait_s: float = STOP_WAIT_S, poll_s: float = ATTACH_
     tmp.replace(run_dir / runfiles.STOP_REQUEST)
     print(f"stop requested for {st.run} by {request['by']}; waiting up to {wait_s:.0f} s for it to end", flush=True)
     end = time.monotonic() + wait_s
+    state, outcome = RUNNING, None
     while time.monotonic() < end:
-        st = state_of(run_dir)
-        if st.state != RUNNING:
+        state, outcome, _ = phase(run_dir)
+        if state != RUNNING:
             break
         time.sleep(poll_s)
-    outcome = _read(run_dir / runfiles.OUTCOME) or {}
-    stopped = outcome.get("stopped") if isinstance(outcome, dict) else None
-    if st.state == RUNNING or not isinstance(stopped, dict):
+    stopped = outcome.get("stopped") if outcome is not None else None
+    if state == RUNNING or not isinstance(stopped, dict):
         error(f"{st.run} did not end within {wait_s:.0f} s of the stop request; its supervisor's host may be gone "
               f"(verl-recipe runs shows its heartbeat); fix: look at {run_dir / runfiles.LOG}")  # fmt: skip
         return EXIT_FAILED

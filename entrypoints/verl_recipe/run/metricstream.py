@@ -87,7 +87,7 @@ def _num(data: dict[str, Any], *keys: str) -> float | None:
 DEVICE_MEM_KEYS, HOST_MEM_KEYS = verl_metrics.DEVICE_MEM, verl_metrics.HOST_MEM
 
 
-def _eta(seconds: float) -> str:
+def eta_text(seconds: float) -> str:
     s = round(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
@@ -120,7 +120,7 @@ def progress_line(
     elif host is not None:
         parts.append(f"host RAM {host:.1f} GB")
     if total and step_times and step < total:
-        parts.append(f"ETA {_eta(statistics.median(step_times) * (total - step))}")
+        parts.append(f"ETA {eta_text(statistics.median(step_times) * (total - step))}")
     return "progress: " + "  ".join(parts)
 
 
