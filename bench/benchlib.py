@@ -235,3 +235,58 @@ def verl_check_share(runs: list[tuple[float, float | None]]) -> dict[str, float]
     with_s = median(walls)
     without_s = median([wall - check for wall, check in zip(walls, checks, strict=True)])
     return {"with_s": round(with_s, 3), "without_s": round(without_s, 3), "checks_s": round(median(checks), 3)}
+
+
+PROGRESS = re.compile(r"progress: step (\d+)(?:/\d+)?\b")
+
+
+def progress_steps(lines: list[tuple[float, str]]) -> list[tuple[float, int]]:
+    """(time, step) of every `progress: step k/N` line of a launch's stamped output, in order."""
+    return [(t, int(m.group(1))) for t, line in lines if (m := PROGRESS.search(line))]
+
+
+@dataclass
+class Recovery:
+    """One host loss in a training run, from the stamped progress lines of the run's commands: the last step logged
+    before the loss, the first step after the host's return and when it came."""
+
+    last_before: int | None
+    first_after: int | None
+    return_to_step_s: float | None
+
+    @property
+    def redone(self) -> int | None:
+        """Steps trained twice: logged before the loss and trained again after it (resume from an older checkpoint)."""
+        if self.last_before is None or self.first_after is None:
+            return None
+        return max(0, self.last_before - self.first_after + 1)
+
+
+def recovery(lines: list[tuple[float, str]], lost_at: float, back_at: float) -> Recovery:
+    """Read a host loss at `lost_at` and its return at `back_at` from progress lines (of one or more commands)."""
+    steps = progress_steps(lines)
+    before = [k for t, k in steps if t < lost_at]
+    after = [(t, k) for t, k in steps if t >= back_at]
+    return Recovery(
+        before[-1] if before else None,
+        after[0][1] if after else None,
+        round(after[0][0] - back_at, 1) if after else None,
+    )
+
+
+def recovery_figures(auto: Recovery, manual: Recovery, run_id: str, how: str, detail: dict[str, Any]) -> list[Figure]:
+    """Section 10: the restart policy against a person who types the same command the moment the host is back."""
+    both = auto.return_to_step_s is not None and manual.return_to_step_s is not None
+    return [
+        Figure("10", "host back -> next training step, restart policy, s", auto.return_to_step_s, "-", how, run_id,
+               detail),
+        Figure("10", "host back -> next training step, a person re-typing at once, s", manual.return_to_step_s, "-",
+               how, run_id),
+        Figure("10", "host back -> next step, restart policy / person at once",
+               ratio(auto.return_to_step_s, manual.return_to_step_s) if both else None,  # type: ignore[arg-type]
+               "<= ~1 (and no person: the manual path adds their reaction time, minutes to hours)", how, run_id),
+        Figure("10", "steps trained twice, restart policy", auto.redone, "<= 1 (a checkpoint every step)", how,
+               run_id),
+        Figure("10", "steps trained twice, person at once", manual.redone, "<= 1 (a checkpoint every step)", how,
+               run_id),
+    ]  # fmt: skip

@@ -24,7 +24,9 @@ from bench.image import image_section
 from bench.launch import launch_cli, launch_wait, verl_checks_section
 from bench.nodeloss import nodeloss_section
 from bench.preflight import preflight_section
+from bench.readers import readers_section
 from bench.rebuild import rebuild_section
+from bench.recover import recover_section
 from bench.results import render_results, write_results
 from bench.simcost import simcost_section
 from bench.train import train_section
@@ -32,8 +34,12 @@ from simkit.cluster import SimCluster
 from simkit.paths import REPO
 from simkit.procs import run
 
-SECTIONS = ("deploy", "preflight", "launch", "image", "cli", "verl", "rebuild", "simcost", "nodeloss", "train")
-ON_CLUSTERS = {"deploy", "preflight", "launch", "image", "nodeloss", "train"}  # the sections on simulated hosts
+SECTIONS = (
+    "deploy", "preflight", "launch", "image", "cli", "verl", "rebuild", "simcost", "nodeloss", "train", "recover",
+    "readers",
+)  # fmt: skip
+# the sections on simulated hosts
+ON_CLUSTERS = {"deploy", "preflight", "launch", "image", "nodeloss", "train", "recover"}
 
 
 @dataclass
@@ -106,7 +112,7 @@ def cluster_sections(r: BenchRun) -> None:
         nonlocal deployed, big_first_s
         log(f"sim-up {big_n} hosts ({cn.name})")
         up(cn)
-        if not set(sections) & {"deploy", "launch", "image", "nodeloss", "train"}:
+        if not set(sections) & {"deploy", "launch", "image", "nodeloss", "train", "recover"}:
             return []
         log(f"deploy.yml x2 on {big_n} hosts")
         big = deploy_pair(cn)
@@ -127,6 +133,9 @@ def cluster_sections(r: BenchRun) -> None:
     if up_ok and deployed and "train" in sections:
         log("train: compose run train-35b-fsdp (2 hosts) vs verl's own main_ppo on one host")
         r.attempt("train", lambda: train_section(cn, run_id))
+    if up_ok and deployed and "recover" in sections:
+        log("recover: a host lost mid-training, the restart policy vs a person re-typing the command at once")
+        r.attempt("recover", lambda: recover_section(cn, run_id))
     if up_ok and deployed and "nodeloss" in sections:
         log("node loss: power loss named by the head vs Ray's node-death detection, then a reboot")
         r.attempt("nodeloss", lambda: nodeloss_section(cn, run_id))
@@ -144,6 +153,9 @@ def local_sections(r: BenchRun) -> None:
     if "rebuild" in r.sections:
         log("rebuild: full no-cache build, then a one-line change")
         r.attempt("rebuild", lambda: rebuild_section(r.run_id))
+    if "readers" in r.sections:
+        log("readers: diagnose on a 100 MB train.log, compare and report on a million metric lines, the watch per step")
+        r.attempt("readers", lambda: readers_section(r.run_id))
     if "simcost" in r.sections:
         sizes = "1,4" if r.quick else "1,4,16"
         log(f"simulation cost for {sizes} hosts")

@@ -15,6 +15,7 @@ from bench.common import COMPOSE, Stamped
 from simkit.cluster import SimCluster
 
 RECIPE, SERVICE = "qwen3.5-35b-fsdp", "train-35b-fsdp"
+SECRETS_DIR = "/etc/verl-recipe/secrets"
 # verl's own launch of the same recipe on one host: the launch verl-recipe renders from the same site file, with
 # the site's two nodes made one and Ray started by main_ppo itself (its own resources, as verl's CPU runs do).
 LOCAL = f"""
@@ -47,11 +48,13 @@ def timed(c: SimCluster, command: str, first_step: str, timeout: float = 1800) -
 
 def train_section(c: SimCluster, run_id: str) -> list[Figure]:
     ours_s, ours = timed(
-        c, f"cd /opt/verl-recipe && VERL_RECIPE_SHOW_VERL=1 {COMPOSE} run --rm {SERVICE} "
+        c, f"cd /opt/verl-recipe && {COMPOSE} run -e VERL_RECIPE_SHOW_VERL=1 --rm {SERVICE} "
         f"--set EXPERIMENT_NAME=bench-{run_id}", "progress: step 1"
     )  # fmt: skip
     alone = (
         "docker run --rm --network none -v /mnt/shared:/mnt/shared -v /opt/verl-recipe/site.yaml:/site.yaml:ro "
+        # the site's secret files, as the node containers mount them: the launch's worker hook reads them
+        f"-v {SECRETS_DIR}:{SECRETS_DIR}:ro "
         "-e VERL_RECIPE_SITE=/site.yaml -e VERL_RECIPE_VERL_CHECKS=0 --entrypoint python3 "
         f"$(sed -n 's/^VERL_RECIPE_IMAGE=//p' /opt/verl-recipe/node.env) -c {shlex.quote(LOCAL)}"
     )

@@ -34,6 +34,14 @@ attach: venv ## Follow RUN's progress lines until it ends (Ctrl-C leaves the run
 stop: venv ## Stop RUN cleanly and record who stopped it and where: make stop RUN=<experiment>
 	$(PY) scripts/train_on_head.py --verb stop --run '$(RUN)' --inventory '$(INVENTORY)' --operator '$(OPERATOR)'
 
+# A run's evidence from every host of INVENTORY as one archive here, in ansible/.cache/bundles/ (ansible/logs.yml;
+# docs/troubleshooting.md, "Evidence from every host"). LOGS_MAX_MB caps the files' content before compression.
+LOGS_MAX_MB ?= 256
+
+.PHONY: logs
+logs: venv ## One archive of RUN's logs, plogs, npu-smi, kernel tail and reports from every host: make logs RUN=<experiment>[/<stamp>]
+	$(ANSIBLE_ENV) ansible-playbook -i $(INVENTORY) logs.yml -e 'logs_run=$(RUN)' -e 'logs_max_mb=$(LOGS_MAX_MB)' $(ANSIBLE_ARGS)
+
 # The bring-up ladder (README step 8): RECIPE for SMOKE_STEPS steps under an experiment name of its own, so the real
 # run never resumes the ladder's checkpoint. ARGS come after, so a `--set` there wins.
 SMOKE_STEPS ?= 2
@@ -46,7 +54,7 @@ smoke: venv ## One rung of the bring-up ladder: RECIPE for SMOKE_STEPS (2) steps
 .PHONY: lint-ansible
 lint-ansible: venv ## ansible-lint (production profile, strict) and yamllint --strict on ansible/
 	$(VENV)/bin/yamllint --strict ansible .ansible-lint
-	$(ANSIBLE_ENV) ansible-lint -c ../.ansible-lint deploy.yml playbooks roles
+	$(ANSIBLE_ENV) ansible-lint -c ../.ansible-lint deploy.yml logs.yml playbooks roles
 	$(VENV)/bin/ruff check ansible tests/ansible
 	$(VENV)/bin/ruff format --check ansible tests/ansible
 	# two runs: the action plugin and the module of preflight share a file name. The first checks ansible/module_utils

@@ -3,7 +3,7 @@
 # (QUICK: bench/results-quick.*). Not part of `make test`: nothing there depends on timing. QUICK=1: 1 and 3 hosts,
 # fewer repetitions.
 QUICK          ?=
-BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost,nodeloss,train
+BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost,nodeloss,train,recover,readers
 BENCH_NAME     ?= bench
 
 .PHONY: bench

@@ -66,6 +66,27 @@ class ModelArch:
     def num_full_attention_layers(self) -> int:
         return sum(self.is_full_attention(i) for i in range(self.num_layers))
 
+    def largest_tensor(self) -> tuple[str, int]:
+        """The largest single tensor verl's weight sync sends, by its Hugging Face name, and its bytes in bf16.
+
+        verl 0.8.0 sends the trainer's weights tensor by tensor in their Hugging Face layout, experts one by one
+        (verl/workers/rollout/vllm_rollout/vllm_rollout.py, update_weights); of those, the word embedding (and the
+        untied output layer of the same shape) is the largest for every Qwen3.5 size, ahead of a full-attention
+        query projection (queries and their output gate) and a Gated DeltaNet input projection.
+        """
+        bf16 = 2
+        linear_in = 2 * self.linear_num_key_heads * self.linear_key_head_dim
+        linear_in += 2 * self.linear_num_value_heads * self.linear_value_head_dim
+        sizes = {
+            "embed_tokens": self.vocab_size * self.hidden_size,
+            "q_proj": self.hidden_size * 2 * self.num_attention_heads * self.head_dim,
+            "in_proj_qkvz": self.hidden_size * linear_in,
+            "experts.gate_proj": self.hidden_size * self.moe_ffn_hidden_size,
+            "shared_expert.gate_proj": self.hidden_size * self.shared_ffn,
+        }
+        name = max(sizes, key=lambda k: sizes[k])
+        return name, sizes[name] * bf16
+
 
 QWEN35_35B = ModelArch("qwen3.5-35b-a3b", "qwen3_5_moe", 40, 2048, 16, 2, 256, 8, 512, 16, 32)
 QWEN35_122B = ModelArch("qwen3.5-122b-a10b", "qwen3_5_moe", 48, 3072, 32, 2, 256, 8, 1024, 16, 64)
@@ -101,6 +122,29 @@ _CONFIG_FIELDS = {
 # Fields whose value in config.json may legitimately differ from the recipe's (a longer-context checkpoint):
 # they are taken from config.json without being reported as a different model.
 _FREE_FIELDS = {"max_position_embeddings"}
+# The whole numbers each config.json field may hold. The upper bounds are far above any published model (Qwen3.5
+# has at most 60 layers and 512 experts) and keep every rule, the memory plan and `plan`'s layout search bounded
+# (they loop over layers and divisors); 0 is allowed where it means "none" (no Gated DeltaNet heads, a shared
+# expert as wide as a routed one).
+_LIMITS: dict[str, tuple[int, int]] = {
+    "num_hidden_layers": (1, 1024),
+    "hidden_size": (1, 1 << 20),
+    "num_attention_heads": (1, 4096),
+    "num_key_value_heads": (1, 4096),
+    "num_experts": (1, 1 << 16),
+    "num_experts_per_tok": (1, 1 << 16),
+    "moe_intermediate_size": (1, 1 << 20),
+    "linear_num_key_heads": (0, 4096),
+    "linear_num_value_heads": (0, 4096),
+    "full_attention_interval": (1, 1024),
+    "shared_expert_intermediate_size": (0, 1 << 20),
+    "head_dim": (1, 1 << 16),
+    "vocab_size": (1, 1 << 24),
+    "linear_key_head_dim": (1, 1 << 16),
+    "linear_value_head_dim": (1, 1 << 16),
+    "linear_conv_kernel_dim": (1, 1024),
+    "max_position_embeddings": (1, 1 << 30),
+}
 
 
 class ModelConfigError(ValueError):
@@ -108,16 +152,38 @@ class ModelConfigError(ValueError):
 
 
 def read_config_json(path: Path) -> dict[str, Any]:
+    """config.json's fields with the text tower's (text_config) over the top level's, each number the rules read
+    checked against _LIMITS: ModelConfigError naming the file, the key and the value otherwise."""
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ModelConfigError(f"{path}: cannot read config.json ({exc})") from exc
+    except UnicodeDecodeError:
+        raise  # checks/paths.py names the byte
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise ModelConfigError(f"{path}: cannot read config.json ({str(exc)[:120]})") from exc
     if not isinstance(data, dict):
         raise ModelConfigError(f"{path}: config.json is not a JSON object")
     text = data.get("text_config")
     merged: dict[str, Any] = dict(data)
     if isinstance(text, dict):
         merged.update(text)
+    for key, (lo, hi) in _LIMITS.items():
+        value = merged.get(key)
+        if value is None:
+            continue  # absent or null: the recipe's own value stands
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            where = f"text_config.{key}" if isinstance(text, dict) and key in text else key
+            if isinstance(value, list | dict):
+                shown = f"(a {'list' if isinstance(value, list) else 'mapping'})"
+            elif isinstance(value, int) and abs(value) >= 10**30:
+                shown = f"{str(value)[:12]}... ({len(str(abs(value)))} digits)"
+            else:
+                shown = repr(value)
+            raise ModelConfigError(
+                f"{path}: {where}={shown[:60]} is not a whole number in [{lo}, {hi}], which a Qwen3.5 model's "
+                f"config.json holds there"
+            )
     return merged
 
 

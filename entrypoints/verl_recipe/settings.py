@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .contracts.health_rules import THRESHOLDS, stop_help
 from .settingtypes import (
+    ALERT_ONLY,
     ARR,
     DEVICE_NAME,
     EXPERIMENT_DIR,
@@ -344,6 +345,13 @@ SETTINGS: tuple[Setting, ...] = (
         "allow MM_PROCESSOR_CACHE_GB > 0 on NPU despite vLLM #42995",
         not_rendered="read by validate only (the MM_PROCESSOR_CACHE_GB rule)",
     ),
+    setting(
+        "WEIGHT_SYNC_IPC",
+        "bool",
+        "a site setting: every host's driver and CANN let verl's rollout sync weights over IPC (`doctor` row "
+        "weight-sync-ipc); false: shared memory, and the weight-sync bucket must hold the model's largest tensor",
+        not_rendered="read by validate only (the weight-sync bucket rule, checks/weightsync.py)",
+    ),
     # memory plan (docs/memory.md)
     setting(
         "DEVICE_MEM_GIB",
@@ -386,6 +394,26 @@ SETTINGS: tuple[Setting, ...] = (
         "list",
         stop_help(),
         not_rendered=HEALTH_ONLY,
+    ),
+    # where alerts go besides stderr and alerts.json (watch/notify.py, contracts/alerts.py, docs/watch.md)
+    setting(
+        "ALERT_COMMAND",
+        "list",
+        "a site command (program and arguments, no shell) run with each alert as JSON on its standard input, "
+        "30 s at most; empty: none",
+        not_rendered=ALERT_ONLY,
+    ),
+    setting(
+        "ALERT_WEBHOOK",
+        "str",
+        "an https URL (http only to 127.0.0.1) each alert is posted to as JSON, 10 s at most; empty: none",
+        not_rendered=ALERT_ONLY,
+    ),
+    setting(
+        "ALERT_WEBHOOK_TOKEN_FILE",
+        "path",
+        "a root-only file whose first line is sent as the webhook's bearer token; never the token itself",
+        not_rendered=ALERT_ONLY,
     ),
     # the restart policy of `verl-recipe train` (run/restart.py, docs/cluster.md "Recovery without a person")
     setting(

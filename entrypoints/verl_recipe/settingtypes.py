@@ -144,3 +144,4 @@ FSDP_POS = Domain(lo=1, engines=("fsdp",))
 MEMORY_PLAN_ONLY = "read by the memory plan (memory.py) only"
 HEALTH_ONLY = "read by the launcher's health rules (health.py) only"
 RESTART_ONLY = "read by the train command's restart policy (run/restart.py) only"
+ALERT_ONLY = "read by the launcher's alert delivery (watch/notify.py) only"

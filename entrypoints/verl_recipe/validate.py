@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks, secretfiles
-from .checks import memory_rules, policy, resume
+from .checks import hccl, memory_rules, policy, resume, secrets, weightsync
 from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
 from .hydra_syntax import bare_key, list_text, override_key, unquoted
-from .layers import coerce, secret_looking
+from .layers import coerce
 from .memory import Estimate, Knobs, estimate
 from .models import ModelArch
 from .recipes import Recipe
-from .render import DEVICE_HYDRA, MM_CACHE, RUNTIME_ENV_PREFIX, Launch, rendered_settings
+from .render import DEVICE_HYDRA, MM_CACHE, Launch, rendered_settings
 from .settings import BY_NAME
 from .settingtypes import DEVICE_NAME, EXPERIMENT_DIR, ZERO_IS_NULL, SettingsError
 
@@ -68,6 +68,17 @@ def apply_extra(launch: Launch, values: dict[str, Any], recipe: Recipe) -> tuple
     for arg in launch.extra:
         key, _, raw = arg.partition("=")
         bare = bare_key(key)
+        found = secrets.secret_names(arg)
+        if found:  # named by the key or inside a mapping or list value, at any depth (checks/secrets.py)
+            names = ", ".join(found)
+            problems.append(
+                Problem(
+                    f"extra override {key}",
+                    f"puts {names}, a secret by its name, on the driver's command line and into the run record",
+                    f"name {names} in the site file's secret_files (docs/cluster.md, secrets) and drop the override",
+                )
+            )
+            continue
         if bare.startswith("~"):
             deleted = driven.get(bare_key(bare[1:]))
             if deleted:
@@ -78,17 +89,6 @@ def apply_extra(launch: Launch, values: dict[str, Any], recipe: Recipe) -> tuple
                         f"set {deleted} instead (--set {deleted}=VALUE) and drop the override",
                     )
                 )
-            continue
-        env_prefix = bare_key(RUNTIME_ENV_PREFIX)
-        if bare.startswith(env_prefix) and secret_looking(bare[len(env_prefix) :]):
-            var = bare[len(env_prefix) :]
-            problems.append(
-                Problem(
-                    f"extra override {key}",
-                    f"puts {var}, a secret by its name, on the driver's command line and into the run record",
-                    f"name {var} in the site file's secret_files (docs/cluster.md, secrets) and drop the override",
-                )
-            )
             continue
         name = driven.get(bare)
         if name is None:
@@ -169,6 +169,8 @@ def validate(
     ctx = Context(recipe, values, model, knobs)
     layout_ok = checks.layout(ctx)
     policy.check(ctx, environ, env_overrides, tuple(secret_files))
+    hccl.check(ctx)  # the HCCL timeouts' order (CANN's HCCL guide)
+    weightsync.check(ctx)  # the weight-sync bucket where verl's rollout cannot use IPC
     problems = extra_problems + ctx.problems + path_problems
     memory: dict[str, Any] | None = None
     if layout_ok and values["DEVICE"] == "cpu":
@@ -182,7 +184,9 @@ def validate(
     if compose:
         from .hydra_check import composition_errors
 
-        cfg, errors = composition_errors(launch.hydra_args)
+        # An override refused for a secret stays out of Hydra, whose syntax errors quote the text they read.
+        flagged = {arg for arg in launch.extra if secrets.secret_names(arg)}
+        cfg, errors = composition_errors([arg for arg in launch.hydra_args if arg not in flagged])
         problems += [Problem("verl config", what, fix) for what, fix in errors]
         if cfg is not None and not problems:
             # verl's own start-up checks, only on a launch that passed ours (no line is reported twice)

@@ -6,6 +6,7 @@ import pytest
 
 from bench.benchlib import (
     Figure,
+    Recovery,
     build_steps,
     cpu_ticks,
     faults_named,
@@ -15,6 +16,8 @@ from bench.benchlib import (
     ping_coverage,
     ratio,
     ready_after,
+    recovery,
+    recovery_figures,
     table,
 )
 
@@ -130,3 +133,27 @@ def test_cpu_ticks_counts_busy_without_idle_and_iowait() -> None:
     assert cpu_ticks(stat) == (160, 1000)
     with pytest.raises(ValueError):
         cpu_ticks("intr 1\n")
+
+
+def test_recovery_reads_the_loss_and_the_first_step_after_the_return() -> None:
+    lines = [
+        (10.0, "progress: step 1/6  2.1 s/step"),
+        (12.0, "progress: step 2/6  2.0 s/step"),
+        (14.5, "lost node a3-02 (10.0.0.2)"),  # the loss at 13: step 3 was training, step 2 saved
+        (40.0, "progress: step 3/6  9.0 s/step"),  # resumed from step 2 after the return at 30
+        (42.0, "progress: step 4/6  2.0 s/step"),
+    ]
+    r = recovery(lines, lost_at=13.0, back_at=30.0)
+    assert (r.last_before, r.first_after, r.return_to_step_s, r.redone) == (2, 3, 10.0, 0)
+    # resumed from an older checkpoint: step 2 is trained again
+    again = recovery([*lines[:3], (35.0, "progress: step 2/6"), (37.0, "progress: step 3/6")], 13.0, 30.0)
+    assert (again.first_after, again.return_to_step_s, again.redone) == (2, 5.0, 1)
+    assert recovery(lines[:2], 13.0, 30.0).redone is None, "no step after the return: nothing to count"
+
+
+def test_recovery_figures_ratio_only_when_both_paths_have_a_step() -> None:
+    a, m = Recovery(2, 3, 30.0), Recovery(2, 3, 40.0)
+    figs = {f.name: f.value for f in recovery_figures(a, m, "r", "how", {})}
+    assert figs["host back -> next step, restart policy / person at once"] == 0.75
+    figs = {f.name: f.value for f in recovery_figures(a, Recovery(2, None, None), "r", "how", {})}
+    assert figs["host back -> next step, restart policy / person at once"] is None

@@ -309,3 +309,34 @@ def test_the_restart_policy_resumes_by_itself_and_a_host_that_stays_away_ends_th
     verdict = read_json(c, f"{attempts[1]}/outcome.json")["steps"]
     assert verdict["verdict"] == "complete" and verdict["missing"] == verdict["twice"] == [], verdict
     assert verdict["last_step"] == 5 and attempts[1].rsplit("/", 1)[1] in verdict["attempts"], verdict
+
+
+BROKEN_DATA = "/mnt/shared/data/e2e-broken/train.parquet"
+
+
+def test_a_deterministic_failure_is_not_retried(cluster: SimCluster) -> None:
+    """A training file that passes validate (parquet's magic bytes at both ends) but whose body is damaged: verl's
+    dataset loader fails the same way every time, so the restart policy (RESTARTS default 3) does not start it
+    again, and says why in the output and outcome.json; one attempt, no second run folder."""
+    c = cluster
+    experiment = "e2e-deterministic"
+    made = on_host(
+        c, "a3-01",
+        f"mkdir -p {BROKEN_DATA.rsplit('/', 1)[0]} && "
+        f"{{ printf PAR1; head -c 4096 /dev/urandom; printf PAR1; }} > {BROKEN_DATA} && chmod 644 {BROKEN_DATA}",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    before = set(runs(c, experiment))
+    p = on_host(
+        c, "a3-01",
+        f"{TRAIN} --set EXPERIMENT_NAME={experiment} --set TOTAL_TRAINING_STEPS=2 --set TRAIN_FILES={BROKEN_DATA}",
+        timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    out = p.stdout + p.stderr
+    assert p.returncode not in (0, 3), out[-4000:]
+    assert "not restarted:" in out and "is not transient" in out, out[-4000:]
+    assert "restart 1 of" not in out, "a deterministic failure is never started again"
+    written = [r for r in runs(c, experiment) if r not in before]
+    assert len(written) == 1, f"one attempt only: {written}"
+    outcome = read_json(c, f"{written[0]}/outcome.json")
+    assert outcome["restart"]["restarting"] is False and "not transient" in outcome["restart"]["why"], outcome

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from verl_recipe.exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
-from verl_recipe.run.compare import BASELINE_FORMAT
+from verl_recipe.review.compare import BASELINE_FORMAT
 
 from tests.unit.helpers import Result, run
 

@@ -11,8 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
-from verl_recipe.run import diagnose as dg
-from verl_recipe.run.signatures import BY_ID, SIGNATURES
+from verl_recipe.diagnosis import diagnose as dg
+from verl_recipe.diagnosis import logs as dglogs
+from verl_recipe.diagnosis.families import BY_FAMILY
+from verl_recipe.diagnosis.signatures import BY_ID, SIGNATURES
 
 from .helpers import run
 
@@ -165,6 +167,115 @@ ERROR 06-09 06:57:49 worker_base.py:581] Error executing method 'load_model'. Th
         """The error from device(chipId:0..7, dieId:0), serial number is …,
 hccl fftsplus task timeout occurred during task execution,""",
     ),
+    # Issue 36: the failure families of the after-launch survey, each with its public source.
+    (
+        "image-atb-env",
+        "https://github.com/vllm-project/vllm-ascend/issues/152",
+        "[Bug]: ImportError: libatb.so: cannot open shared object file: No such file or directory",
+    ),
+    (
+        "image-mindspeed-too-old",
+        "https://github.com/verl-project/verl/blob/main/docs/ascend_tutorial/en/faq/faq.rst",
+        '### Q2： "KeyError: decoder.layers.0.self_attention.q_layernorm.weight"',
+    ),
+    (
+        "image-mbridge-for-qwen35",
+        "https://github.com/verl-project/verl/issues/6627",
+        "`ValueError: Unregistered model type: **qwen3_5_moe**, now only support dict_keys(['deepseek_v3', 'llama', 'qwen2', 'mimo', 'mixtral', 'qwen2_5_vl', 'qwen2_moe', 'qwen3', 'qwen3_moe', 'glm4_moe', 'glm4v', 'glm4v_moe', 'gemma3', 'internvl_chat', 'qwen3_vl', 'qwen3_vl_moe', 'qwen3_omni_moe'])`",  # noqa: E501
+    ),
+    (
+        "image-mbridge-for-qwen35",
+        "https://github.com/verl-project/verl-ascend-recipe/blob/main/sapo/README.md",
+        '**Symptom**: Training fails with error "mbridge does not support Qwen3.5".',
+    ),
+    (
+        "image-tokenizer-backend",
+        "https://github.com/verl-project/verl-ascend-recipe/blob/main/sapo/README.md",
+        "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.",
+    ),
+    (
+        "device-busy-el0005",
+        "https://github.com/hw-native-sys/PTOAS/pull/765",
+        """[ERROR] aclInit(nullptr) failed: 500000 (/home/zhongxuan/ptoas-board-monitor/runtime/runs/20260624_154801_manual_pr765/npu_validation/PyPTOIRParser/paged_attention_example_kernel_online_update/main.cpp:115)
+[ERROR] RecentErrMsg: [PID: 3574787] 2026-06-24-16:01:51.072.635 Resource_Busy(EL0005): The resources are busy.""",  # noqa: E501
+    ),
+    (
+        "device-busy-el0005",
+        "https://github.com/vllm-project/vllm-ascend/issues/13399",
+        """RuntimeError: NPU function error: aclInit, error code is 507899
+Resource_Busy(EL0005): The resources are busy.""",
+    ),
+    (
+        "weight-bucket-too-small",
+        "https://github.com/verl-project/verl/blob/main/docs/ascend_tutorial/en/faq/faq.rst",
+        """   AssertionError: Weight model.embed_tokens.weight(torch.Size([151936, 4096]), torch.float32) is too large to fit in the bucket.
+   Please increase rollout.update_weights_bucket_megabytes(2048 MB).""",  # noqa: E501
+    ),
+    (
+        "hccl-buffsize-small",
+        "https://github.com/vllm-project/vllm-ascend/pull/5287",
+        """(EngineCore_DP0 pid=17833) EZ9999: Inner Error!
+(EngineCore_DP0 pid=17833) EZ9999[PID: 17833] 2025-12-23-07:36:19.237.396 (EZ9999):  HCCL_BUFFSIZE is too SMALL, maxBs = 512, h = 2048, epWorldSize = 2, localMoeExpertNum = 64, sharedExpertNum = 0, tokenNeedSizeDispatch = 4608, tokenNeedSizeCombine = 4096, k = 8, NEEDED_HCCL_BUFFSIZE(((maxBs * tokenNeedSizeDispatch * ep_worldsize * localMoeExpertNum) + (maxBs * tokenNeedSizeCombine * (k + sharedExpertNum))) * 2) = 609MB, HCCL_BUFFSIZE=200MB.[FUNC:MoeDistributeDispatchA3TilingFuncImpl][FILE:moe_distribute_dispatch_v2_tiling.cc][LINE:941]""",  # noqa: E501
+    ),
+    (
+        "acl-graph-capture",
+        "https://github.com/vllm-project/vllm-ascend/blob/main/docs/source/faqs.md",
+        """ERROR 09-26 10:48:07 [model_runner_v1.py:3029] ACLgraph sizes capture fail: RuntimeError:
+ERROR 09-26 10:48:07 [model_runner_v1.py:3029] ACLgraph has insufficient available streams to capture the configured number of sizes.Please verify both the availability of adequate streams and the appropriateness of the configured size count.""",  # noqa: E501
+    ),
+    (
+        "acl-graph-capture",
+        "https://github.com/vllm-project/vllm-ascend/issues/6002",
+        "在plog中均存在`MemCopySync:Memory copy sync failed`、`rtMemcpy:ErrCode=107030, desc=[the current capture mode does not support this operation]`。",  # noqa: E501
+    ),
+    (
+        "vision-placeholder-token",
+        "https://github.com/verl-project/verl/issues/3469",
+        "(WorkerDict pid=1910872) Original error message: Image features and image tokens do not match: tokens: 79752, features 80436",  # noqa: E501
+    ),
+    (
+        "gdn-kernel",
+        "https://github.com/vllm-project/vllm-ascend/issues/14456",
+        "RuntimeError: npu_chunk_gated_delta_rule:../third_party/op-plugin/op_plugin/ops/opapi/ChunkGatedDeltaRuleKernelNpuOpApi.cpp:57 NPU function error: call aclnnChunkGatedDeltaRule failed",  # noqa: E501
+    ),
+    (
+        "gdn-kernel",
+        "https://github.com/vllm-project/vllm-ascend/issues/14826",
+        "(EngineCore pid=229) ERROR 08-24 03:28:15 [core.py:1195]         Cannot find bin of op ChunkGatedDeltaRuleFwdH, integral key 0/1/|bf16/ND/bf16/ND/bf16/ND/float/ND/bf16/ND/bf16/ND/float16/ND/.",  # noqa: E501
+    ),
+    (
+        "npu-oom",
+        "https://github.com/vllm-project/vllm-ascend/issues/6611",
+        """(Worker_TP0 pid=911501) ERROR 02-07 18:18:59 [v1/executor/multiproc_executor.py:824]     kv_cache_raw_tensors = self._allocate_kv_cache_tensors(kv_cache_config)
+(Worker_TP0 pid=911501) ERROR 02-07 18:18:59 [v1/executor/multiproc_executor.py:824] RuntimeError: NPU out of memory. Tried to allocate 2.57 GiB (NPU 0; 60.96 GiB total capacity; 57.49 GiB already allocated; 57.49 GiB current active; 1.96 GiB free; 57.62 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.""",  # noqa: E501
+    ),
+    (
+        "ray-oom-killer",
+        "https://github.com/verl-project/verl-omni/issues/402",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=98005, ip=7.242.108.37, actor_id=bd00e26f7735efb6a0f1093c01000000, repr=<main_diffusion.TaskRunner object at 0xffff7d84f8f0>)",  # noqa: E501
+    ),
+    (
+        "ckpt-metadata-missing",
+        "https://github.com/verl-project/verl/blob/main/docs/ascend_tutorial/en/faq/faq.rst",
+        """   FileNotFoundError: common.pt
+   FileNotFoundError: .metadata""",
+    ),
+    (
+        "ckpt-shape-mismatch",
+        "https://github.com/verl-project/verl-ascend-recipe/blob/main/sapo/README.md",
+        """megatron.core.dist_checkpointing.core.CheckpointingException: Global shape mismatch for
+loaded (torch.Size([1119331272])) and expected ((3362257868,)) tensor for key""",
+    ),
+    (
+        "hccl-heartbeat",
+        "https://www.hiascend.com/document",  # CANN 9.0.0 HCCL guide, hcclug_000055: the cluster heartbeat's example
+        "[INFO] HCCL(686,python):2025-10-23-07:52:59.191.363 [heartbeat.cc:951] [8970][TaskExecStage][HeartbeatAbnormal]local rank [127.10.0.1/1]: crimer rank [127.10.0.2/2] status[LOST] by informer rank [127.10.0.3/3]",  # noqa: E501
+    ),
+    (
+        "hccl-unique-id",
+        "https://github.com/vllm-project/vllm-ascend/issues/5135",
+        "(VllmWorkerProcess pid=53843) ERROR 12-17 09:32:03 [multiproc_worker_utils.py:239] RuntimeError: [1] is setting up HCCL communicator and retrieving hcclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: failed to recv, got 0 bytes",  # noqa: E501
+    ),
 ]
 
 # verl-project/verl#6768 (an update_actor failure on Ascend) followed by the OOM line of vllm-project/vllm-ascend#19:
@@ -193,7 +304,9 @@ def test_each_signature_finds_its_public_excerpt(tmp_path: Path, sig_id: str, so
     assert sig_id in found, f"{source}: found {sorted(found)}"
     finding = found[sig_id]
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert finding.excerpt == lines[finding.line - 1].strip()[: dg.EXCERPT_CHARS]
+    shown = finding.excerpt.removesuffix("...") if len(finding.excerpt) == dg.EXCERPT_CHARS else finding.excerpt
+    assert lines[finding.line - 1].strip().startswith(shown) and len(finding.excerpt) <= dg.EXCERPT_CHARS
+    assert (finding.family, finding.confidence) == (BY_ID[sig_id].family, "high")
     assert finding.file == str(path)
     assert source in BY_ID[sig_id].sources, "the table names the thread its pattern was tested on"
     assert result.unknown is None
@@ -233,7 +346,11 @@ def test_the_docs_page_lists_every_signature_and_source() -> None:
 def test_signature_rows_are_complete() -> None:
     for sig in SIGNATURES:
         assert sig.title and sig.cause and sig.fix and sig.prevent, sig.id
-        assert sig.sources and all(u.startswith("https://github.com/") for u in sig.sources), sig.id
+        assert sig.family in BY_FAMILY, sig.id
+        # GitHub threads and files; CANN's own guides live on hiascend.com
+        assert sig.sources and all(
+            u.startswith(("https://github.com/", "https://www.hiascend.com/")) for u in sig.sources
+        )
     assert len(BY_ID) == len(SIGNATURES), "ids are unique"
 
 
@@ -246,7 +363,8 @@ def test_signature_rows_are_complete() -> None:
     ],
 )
 def test_lines_that_are_not_the_failure_are_not_named(tmp_path: Path, line: str) -> None:
-    assert dg.diagnose([_log(tmp_path, line)]).findings == ()
+    # No signature names them; a general rule may still put one in a family, at low confidence.
+    assert all(f.confidence == "low" for f in dg.diagnose([_log(tmp_path, line)]).findings)
 
 
 def test_npu_oom_in_vllm_is_the_rollout(tmp_path: Path) -> None:
@@ -299,7 +417,10 @@ Traceback (most recent call last):
 KeyError: 'reward_model'
 INFO cleanup"""
     result = dg.diagnose([_log(tmp_path, text)])
-    assert result.findings == ()
+    # No signature: the exception type puts it in the data family, at low confidence, and says which rule did.
+    (general,) = result.findings
+    assert (general.id, general.family, general.confidence) == ("exception-type", "data", "low")
+    assert general.basis == "the exception type" and general.line == 9
     assert result.unknown is not None
     assert result.unknown.line == 6
     assert result.unknown.block is not None
@@ -307,7 +428,7 @@ INFO cleanup"""
     assert "KeyError: 'reward_model'" in result.unknown.block
     assert "first failure" not in result.unknown.block
     doc = result.to_json()
-    assert doc["findings"] == []
+    assert [f["id"] for f in doc["findings"]] == ["exception-type"]
     assert doc["unknown"] == {"last_error_block": result.unknown.block, "logs": [str(tmp_path / "train.log")]}
 
 
@@ -343,9 +464,15 @@ def test_write_diagnosis_reads_the_whole_run_folder(tmp_path: Path) -> None:
     doc = json.loads((run_dir / "diagnosis.json").read_text(encoding="utf-8"))
     assert [f["id"] for f in doc["findings"]] == ["device-held", "hccl-exec-timeout"]
     assert doc["findings"][1]["file"] == "bundle/a3-01/ascend/log/plog/plog-1234_20261202.log"
-    assert set(doc["findings"][0]) == {"id", "title", "cause", "fix", "prevent", "file", "line", "excerpt"}
+    # The contract of issue 25 with issue 36's fields added, none renamed.
+    assert set(doc["findings"][0]) == {"id", "title", "cause", "fix", "prevent", "file", "line", "excerpt"} | {
+        "family", "confidence", "basis", "host", "rank", "evidence"
+    }  # fmt: skip
+    assert (doc["findings"][0]["family"], doc["findings"][0]["host"]) == ("device-busy", "a3-02")
     assert doc["unknown"] is None
-    assert first.one_line().startswith("diagnosis: an NPU is held by another process or container (nodes/a3-02.log:3)")
+    assert first.one_line().startswith(
+        "diagnosis: an NPU is held by another process or container on a3-02 (nodes/a3-02.log:3)"
+    )
 
 
 def test_write_diagnosis_of_an_unknown_failure(tmp_path: Path) -> None:
@@ -359,17 +486,19 @@ def test_write_diagnosis_of_an_unknown_failure(tmp_path: Path) -> None:
             "last_error_block": "Traceback (most recent call last):\nRuntimeError: worker died",
             "logs": ["train.log"],
         },
+        "first_failure": None,
+        "consequences": [],
     }
 
 
 def test_the_tail_keeps_real_line_numbers_and_survives_bad_bytes(tmp_path: Path) -> None:
     filler = b"".join(b"INFO line %d \xff\xfe\n" % i for i in range(1, 1001))
     path = _log(tmp_path, filler + b"dcmi module initialize failed. ret is -8005\n")
-    lines, first = dg.read_tail(path, cap=200)
+    lines, first = dglogs.read_tail(path, cap=200)
     assert first is not None and lines[-1] == "dcmi module initialize failed. ret is -8005"
     assert first + len(lines) - 1 == 1001, "the last line keeps its number in the whole file"
     assert "\ufffd" in lines[0] and lines[0].startswith("INFO line "), "a cut first line is dropped, bad bytes replaced"
-    small = dg.read_tail(path, cap=os.path.getsize(path))
+    small = dglogs.read_tail(path, cap=os.path.getsize(path))
     assert small[1] == 1 and len(small[0]) == 1001
 
 
@@ -410,11 +539,11 @@ def test_ray_colour_codes_do_not_hide_a_signature(tmp_path: Path) -> None:
 
 
 def test_the_number_of_files_read_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dg, "MAX_FILES", 3)
+    monkeypatch.setattr(dglogs, "MAX_FILES", 3)
     for i in range(5):
         _log(tmp_path, f"INFO {i}", f"ray/session_1/logs/worker-{i}.out")
     _log(tmp_path, "INFO head")
-    files = dg.log_files([tmp_path], base=tmp_path)
+    files = dglogs.log_files([tmp_path], base=tmp_path)
     assert [name for _, name in files] == [
         "train.log",
         "ray/session_1/logs/worker-0.out",

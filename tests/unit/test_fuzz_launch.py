@@ -3,7 +3,8 @@ time with exit 0, or exit 2 and one `error:` line per problem naming what is wro
 
 Inputs: --set KEY=VALUE over every setting (numbers in other scripts, control characters, huge and odd values),
 site files (random bytes, random YAML of the right and wrong shapes, deep nesting, tags), extra Hydra overrides
-(each key a setting drives, deletions, the workers' environment), MODEL_PATH config.json contents, report files,
+(each key a setting drives, deletions, the workers' environment, a secret hidden in a mapping or list value at any
+depth), MODEL_PATH config.json contents (out-of-range numbers: test_model_config.py), report files,
 `plan --nodes` and whole argument lists. Derandomized (the same examples every run, so the unit tier cannot flake);
 each test caps its examples so the file runs in well under a minute on two busy cores.
 """
@@ -283,6 +284,63 @@ def test_extra_overrides_cannot_undo_a_rule(capsys: pytest.CaptureFixture[str], 
     assert rc == 2, err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and named in errors[0] and "fix:" in errors[0], err
+
+
+# A secret given through any override form (issue 36): a variable named by the key, or a mapping or list value at
+# env_vars or any key above it, nested, keys quoted either way or not, spaced or not, among plain entries.
+ENV_CHAIN = ("ray_kwargs", "ray_init", "runtime_env", "env_vars")
+PLANTED = "s3cr3t-fuzz-4b1d"
+SECRET_VARS = st.sampled_from(
+    ["WANDB_API_KEY", "HF_TOKEN", "X_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "OPENAI_APIKEY",
+     "GOOGLE_APPLICATION_CREDENTIALS", "swanlab_api_key", "MYTOKEN"]
+)  # fmt: skip
+PLAIN_VARS = st.sampled_from(["HCCL_BUFFSIZE", "WANDB_MODE", "TOKENIZERS_PARALLELISM", "RAY_AUTH_TOKEN_PATH", "A"])
+QUOTES = st.sampled_from(["", "'", '"'])
+GAPS = st.sampled_from(["", " ", "  "])
+
+
+@st.composite
+def env_override(draw: st.DrawFn, secret: bool) -> tuple[str, str]:
+    """(the override, the secret variable it hides, or "") with PLANTED as that variable's value."""
+    names = draw(st.lists(PLAIN_VARS, max_size=3, unique=True))
+    hidden = draw(SECRET_VARS) if secret else ""
+    if hidden:
+        names.insert(draw(st.integers(0, len(names))), hidden)
+    level = draw(st.integers(1, len(ENV_CHAIN) + 1))  # how much of the path the key names (5: the variable too)
+    if level == len(ENV_CHAIN) + 1:
+        name = hidden or (names[0] if names else "A")
+        return f"{draw(st.sampled_from(['', '+', '++']))}{'.'.join(ENV_CHAIN)}.{name}={PLANTED}", hidden
+
+    def entry(name: str) -> str:
+        value = PLANTED if name == hidden else draw(st.sampled_from(["'1'", "x", "[1, {a: 2}]", "{b: c}"]))
+        quote, gap = draw(QUOTES), draw(GAPS)
+        return f"{quote}{name}{quote}{gap}:{draw(GAPS)}{value}"
+
+    if draw(st.booleans()) or not names:
+        value = "{" + f",{draw(GAPS)}".join(entry(n) for n in names) + "}"
+    else:  # a list of NAME=VALUE items (not what Ray takes, but it would reach argv and the record all the same)
+        value = "[" + ",".join(f"{n}={PLANTED if n == hidden else 'v'}" for n in names) + "]"
+    for part in reversed(ENV_CHAIN[level:]):
+        value = f"{{{part}:{draw(GAPS)}{value}}}"
+    return f"{draw(st.sampled_from(['+', '++']))}{'.'.join(ENV_CHAIN[:level])}={value}", hidden
+
+
+@FAST
+@given(case=env_override(secret=True))
+def test_a_secret_in_any_env_override_is_refused(capsys: pytest.CaptureFixture[str], case: tuple[str, str]) -> None:
+    arg, hidden = case
+    rc, out, err = call(capsys, ["validate", "qwen3.5-35b", S, "--", arg])
+    assert_contract(rc, out, err, hidden)
+    assert rc == 2 and any(hidden in line and "a secret by its name" in line for line in err.splitlines()), err
+    assert PLANTED not in out + err
+
+
+@FAST
+@given(case=env_override(secret=False))
+def test_plain_env_overrides_are_not_called_secrets(capsys: pytest.CaptureFixture[str], case: tuple[str, str]) -> None:
+    rc, out, err = call(capsys, ["validate", "qwen3.5-35b", S, "--", case[0]])
+    assert_contract(rc, out, err)
+    assert "a secret by its name" not in err, err
 
 
 # ------------------------------------------------------------------------------------------------ names and paths

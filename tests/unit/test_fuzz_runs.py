@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from verl_recipe.cli import main
-from verl_recipe.run.health import Health, Thresholds
-from verl_recipe.run.metricstream import MetricTail, Progress, complete_records, parse_record
+from verl_recipe.watch.health import Health, Thresholds
+from verl_recipe.watch.metricstream import MetricTail, Progress, complete_records, parse_record
 
 SECONDS = 20.0  # catches a hang or an unbounded loop, not a slow second on a loaded machine
 HUNT = os.environ.get("FUZZ_RANDOM") == "1"
@@ -671,7 +671,11 @@ FOUND = {
 
 @pytest.mark.parametrize("case", sorted(FOUND))
 def test_inputs_that_broke_a_command(capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str) -> None:
-    name, content, argv, code, said = FOUND[case]
+    check_case(capsys, tmp_path, FOUND[case])
+
+
+def check_case(capsys: pytest.CaptureFixture[str], tmp_path: Path, case: tuple[Any, ...]) -> None:
+    name, content, argv, code, said = case
     good, odd = make_run(tmp_path, "good"), make_run(tmp_path, "odd")
     for other in ("alerts.json", "lost_nodes.json"):  # an alert's mark widens a plot; lost_nodes.json hides outcome's
         (odd / other).unlink()
@@ -712,3 +716,416 @@ def test_a_saved_baseline_of_huge_figures_is_finite(capsys: pytest.CaptureFixtur
     assert rc == 0, err
     assert json.loads(target.read_text())["metrics"]["timing_s/step"] == pytest.approx(1.7e308)
     assert call(capsys, ["compare", str(d), "--baseline", str(target)])[0] == 0
+
+
+# ---------------------------------------------------------------------------------- the watch judges any numbers
+
+# verl's names the progress line and the health rules read, with values at the edges of what a float holds.
+JUDGED = [
+    "timing_s/step",
+    "timing_s/save_checkpoint",
+    "timing_s/testing",
+    "perf/throughput",
+    "critic/rewards/mean",
+    "response_length/mean",
+    "actor/perf/max_memory_allocated_gb",
+    "perf/cpu_memory_used_gb",
+    "actor/pg_loss",
+    "actor/grad_norm",
+]
+EDGE_NUMBERS = st.sampled_from(
+    [0, 0.0, -0.0, 1, -1, 1e308, -1e308, 1.7e308, 5e-324, 10**300, -(10**300), float("nan"), float("inf"), None, True]
+)
+EDGE_STEPS = st.one_of(st.integers(-3, 40), st.sampled_from([2**53, -(2**53), 10**15]))
+
+
+@FAST
+@given(
+    rows=st.lists(
+        st.tuples(EDGE_STEPS, st.dictionaries(st.sampled_from(JUDGED), EDGE_NUMBERS | st.floats(), max_size=6)),
+        min_size=1,
+        max_size=24,
+    )
+)
+def test_the_progress_line_and_the_health_rules_take_any_numbers(rows: list[tuple[int, dict[str, Any]]]) -> None:
+    """Found by this test: a step time of 0 in the first steps divided the step-time alert by zero, rewards near the
+    float's limit overflowed the reward rule's mean (fsum), and a step time of 1e308 s gave an ETA round() could not
+    take. Each ended the launcher's watch thread (no progress, no rule, no HEALTH_STOP)."""
+    now = [1000.0]
+    progress = Progress(STEPS)
+    health = Health(
+        THRESHOLDS, host_total_gb=64.0, total_steps=STEPS, describe_cluster=lambda: "ray: -", clock=lambda: now[0]
+    )
+    with clock():
+        for step, data in rows:
+            rec = {"step": step, "data": data}
+            assert progress.line(rec).startswith(f"progress: step {step}")
+            health.on_record(rec)
+            now[0] += 1e6  # long after the step: the stall rule is asked too
+            health.tick()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [{"timing_s/step": 0.0}] * 5 + [{"timing_s/step": 1.0}],
+        [{"timing_s/step": 1.0, "perf/throughput": 0.0}] * 5 + [{"timing_s/step": 1.0, "perf/throughput": 5.0}],
+        [{"critic/rewards/mean": 1.7e308}] * 4,
+        [{"timing_s/step": 1e308}],
+    ],
+    ids=["zero-step-time", "zero-throughput", "huge-rewards", "huge-step-time"],
+)
+def test_numbers_that_broke_the_watch(data: list[dict[str, Any]]) -> None:
+    progress, health = Progress(STEPS), Health(THRESHOLDS, total_steps=STEPS, describe_cluster=lambda: "-")
+    for k, d in enumerate(data, 1):
+        assert progress.line({"step": k, "data": d}).startswith(f"progress: step {k}/{STEPS}")
+        health.on_record({"step": k, "data": d})
+    if data[0] == {"timing_s/step": 0.0}:
+        assert [a.rule for a in health.alerts] == ["step_time"], "a step after steps of 0 s is a slow one"
+
+
+# ------------------------------------------------------------------------------------------------ the watch goes on
+
+
+def test_a_callback_that_raises_is_reported_once_and_the_tail_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(lines_of({}, {}, {}, {}) + b'{"step": 9, "data": {}}\n')
+    seen: list[int] = []
+
+    def judge(rec: dict[str, Any]) -> None:
+        if rec["step"] == 2:
+            raise ZeroDivisionError("float division by zero")
+        seen.append(rec["step"])
+
+    with clock(), MetricTail(path, judge, every_s=0.01), path.open("ab") as fh:
+        fh.write(json.dumps(FINAL).encode() + b"\n")
+    assert seen == [1, 3, 4, 9, 1000]
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    assert "metrics.jsonl line 2" in err[0] and "ZeroDivisionError" in err[0] and "goes on" in err[0], err
+
+
+def test_failures_of_one_kind_are_counted_after_a_few(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(lines_of(*[{}] * 50))
+
+    def judge(rec: dict[str, Any]) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    with clock(), MetricTail(path, judge, every_s=0.01):
+        time.sleep(0.05)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 + 1 + 1, err  # three shown, one saying the rest are counted, the summary at the end
+    assert err[-1] == "watch: 50 failures in all while reading or judging lines; 47 not shown"
+
+
+@pytest.mark.parametrize("how", ["fifo", "folder", "loop"])
+def test_the_tail_never_waits_on_a_stream_that_is_not_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    path = tmp_path / "metrics.jsonl"
+    damage_kind(path, how)
+    seen: list[dict[str, Any]] = []
+    with clock(), MetricTail(path, seen.append, every_s=0.01):
+        time.sleep(0.05)
+    assert seen == []
+    err = capsys.readouterr().err
+    assert err.count("\n") <= 1 and "Traceback" not in err, err
+    if how != "loop":  # a loop cannot be opened: the same as a stream not written yet
+        assert "not a regular file" in err, err
+
+
+def test_a_truncated_stream_is_read_again_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(lines_of({}, {}, {}))
+    seen: list[int] = []
+    tail = MetricTail(path, lambda r: seen.append(r["step"]))
+    tail.poll()
+    path.write_bytes(lines_of({}, steps=[7]))
+    tail.poll()
+    assert seen == [1, 2, 3, 7]
+
+
+FAKE_STEPS = """
+import json, os
+with open(os.environ["VERL_FILE_LOGGER_PATH"], "a") as f:
+    for k in range(1, 5):
+        f.write(json.dumps({"step": k, "data": {"timing_s/step": 0.1, "critic/rewards/mean": 0.5}}) + "\\n")
+        f.flush()
+print("fake verl done")
+"""
+
+
+def test_a_launch_whose_watch_raises_on_every_stage_still_ends_with_its_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real launch of a stand-in verl: the health rules raise on step 2, the progress line on step 3, the run page
+    on every step. Each is one stderr line; the other stages still run on that step, the steps after still come, and
+    outcome.json and the final page are written."""
+    from verl_recipe.run import launcher
+
+    from .fixtures import install_fake_verl, make_shared, set_args
+
+    install_fake_verl(tmp_path, monkeypatch, FAKE_STEPS)
+    paths = make_shared(tmp_path / "shared")
+    on_record, line, page = Health.on_record, Progress.line, launcher.write_run_page
+
+    def rules(self: Health, rec: dict[str, Any]) -> Any:
+        if rec["step"] == 2:
+            raise ZeroDivisionError("injected")
+        return on_record(self, rec)
+
+    def progress_line(self: Progress, rec: dict[str, Any]) -> str:
+        if rec["step"] == 3:
+            raise KeyError("injected")
+        return line(self, rec)
+
+    def run_page(run_dir: Path) -> Path:
+        if not (run_dir / "outcome.json").exists():
+            raise RuntimeError("injected")
+        return page(run_dir)
+
+    monkeypatch.setattr(Health, "on_record", rules)
+    monkeypatch.setattr(Progress, "line", progress_line)
+    monkeypatch.setattr(launcher, "write_run_page", run_page)
+    rc = main(["launch", "qwen3.5-397b", *set_args(paths), "--set", "TOTAL_TRAINING_STEPS=4"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert [x.split("/")[0] for x in out.splitlines() if x.startswith("progress:")] == [
+        "progress: step 1",
+        "progress: step 2",
+        "progress: step 4",
+    ]
+    watch = [x for x in err.splitlines() if x.startswith("watch:")]
+    assert watch == [
+        "watch: the health rules failed at step 2: ZeroDivisionError: injected; the watch goes on with the next line",
+        "watch: the progress line failed at step 3: KeyError: 'injected'; the watch goes on with the next line",
+    ], err
+    assert "run page: not written (RuntimeError)" in err
+    assert "Traceback" not in err
+    (run_dir,) = (Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir()
+    outcome = json.loads((run_dir / "outcome.json").read_text())
+    assert outcome["exit_code"] == 0 and outcome["steps"]["last_step"] == 4
+    assert 'data-points="4"' in (run_dir / "run.html").read_text(), "the final page is drawn"
+
+
+# ---------------------------------------------------------------------------------- diagnose: line numbers
+
+# What ends a line for str.splitlines() but not for grep: a progress bar's carriage returns and the rest.
+NOT_LINE_ENDS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+SIGNATURE_LINE = "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB"
+TQDM = " 40%|####      | 4/10 [00:02<00:03,  1.98it/s]\r 50%|#####     | 5/10 [00:02<00:02,  1.98it/s]\r"
+
+
+def grep_n(content: bytes, needle: str) -> int:
+    """The line number `grep -n` gives the first line holding `needle`."""
+    return next(i for i, line in enumerate(content.split(b"\n"), 1) if needle.encode() in line)
+
+
+@FAST
+@given(
+    before=st.lists(
+        st.text(alphabet=st.sampled_from(["a", " ", "%", "|", *NOT_LINE_ENDS]), max_size=30), min_size=0, max_size=30
+    ),
+    crlf=st.booleans(),
+    tail_only=st.booleans(),
+)
+def test_diagnose_numbers_lines_as_grep_does(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    before: list[str],
+    crlf: bool,
+    tail_only: bool,
+) -> None:
+    from verl_recipe.diagnosis import logs
+
+    end = "\r\n" if crlf else "\n"
+    content = (end.join([TQDM, *before, SIGNATURE_LINE, TQDM]) + end).encode()
+    if tail_only:  # the tail read starts inside the file: the lines before it are counted, not read
+        monkeypatch.setattr(logs, "MAX_TAIL_BYTES", len(SIGNATURE_LINE) + 200)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = make_run(Path(tmp))
+        (d / "train.log").write_bytes(content)
+        rc, out, err = call(capsys, ["diagnose", "--json", str(d)])
+    assert rc == 0, err
+    (finding,) = [f for f in json.loads(out)["findings"] if f["id"] == "npu-oom"]
+    assert finding["file"] == str(d / "train.log") and finding["line"] == grep_n(content, "NPU out of memory"), content
+
+
+def test_a_tqdm_bar_does_not_move_the_line_diagnose_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    d = make_run(tmp_path)
+    bars = "".join(f"\rEpoch 1: {k:3d}%|{'#' * (k // 10)}" for k in range(0, 101, 5))
+    content = f"INFO start\n{bars}\nINFO after the bar\n{SIGNATURE_LINE}\n".encode()
+    (d / "train.log").write_bytes(content)
+    rc, out, err = call(capsys, ["diagnose", str(d)])
+    assert rc == 0 and "train.log:4: " in out, out  # grep -n says 4; splitlines() said 25
+
+
+# ------------------------------------------------------------------------------------------------ odd run folders
+
+
+def test_a_log_named_in_bytes_that_are_not_utf8_is_printed_escaped(tmp_path: Path) -> None:
+    """On a real stdout (strict UTF-8), a name from os.listdir with surrogates failed to print."""
+    import subprocess
+    import sys
+
+    d = make_run(tmp_path)
+    (d / "train.log").write_text("INFO\n")
+    name = os.fsdecode(b"node-\xff\n.log")
+    (d / name).write_text(f"{SIGNATURE_LINE}\n")  # the finding names the file
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    command = Path(sys.executable).parent / "verl-recipe"
+    proc = subprocess.run([str(command), "diagnose", str(d)], capture_output=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert b"node-\\xff\\n.log" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_diagnose_walks_no_folder_loop_and_skips_what_it_cannot_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = make_run(tmp_path)
+    (d / "bundle").mkdir()
+    (d / "bundle" / "up").symlink_to("..")  # a folder loop: the walk follows no link
+    (d / "bundle" / "gone.log").symlink_to(tmp_path / "nowhere.log")
+    (d / "bundle" / "secret.log").write_text(f"{SIGNATURE_LINE}\n")
+    real_open = os.open
+
+    def refuse(path: Any, flags: int, *args: Any) -> int:  # root reads any file: the refusal is injected
+        if str(path).endswith("secret.log"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refuse)
+    rc, out, err = call(capsys, ["diagnose", "--json", str(d)])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["findings"] == [] and str(d / "train.log") in doc["unknown"]["logs"], doc
+    assert not any("secret.log" in name or "up/" in name for name in doc["unknown"]["logs"]), doc
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
+def test_unreadable_run_files_are_one_line_or_left_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    d = make_run(tmp_path)
+    for name in ("metrics.jsonl", "train.log", "settings.json"):
+        (d / name).chmod(0)
+    for argv in (["report", str(d)], ["diagnose", str(d)], ["compare", str(d), "--baseline", str(d)]):
+        rc, out, err = call(capsys, argv)
+        assert_contract(rc, out, err, codes=(0, 6))
+
+
+BIG = 100 * 2**20
+
+
+@pytest.fixture(scope="module")
+def huge_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose metrics.jsonl ends in a line of 100 MB with no newline and whose train.log is 100 MB of one
+    line: what a writer that lost its newlines (or a binary dumped into the log) leaves."""
+    d = make_run(tmp_path_factory.mktemp("huge"))
+    with (d / "metrics.jsonl").open("ab") as fh:
+        fh.write(b'{"step": 17, "data": {"x": "')
+        fh.truncate(fh.tell() + BIG)  # sparse: 100 MB of NUL bytes that read as a string never closed
+    with (d / "train.log").open("ab") as fh:
+        fh.truncate(BIG)
+    return d
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "diagnose", "tail"])
+def test_a_100_mb_line_without_a_newline(capsys: pytest.CaptureFixture[str], huge_run: Path, command: str) -> None:
+    if command == "tail":
+        seen: list[dict[str, Any]] = []
+        with clock():
+            tail = MetricTail(huge_run / "metrics.jsonl", seen.append)
+            tail.poll()
+        assert [r["step"] for r in seen] == list(range(1, STEPS + 1)) and tail._rest == b"" and tail._overlong
+        return
+    argv = {
+        "report": ["report", str(huge_run)],
+        "compare": ["compare", str(huge_run), "--baseline", str(huge_run)],
+        "diagnose": ["diagnose", str(huge_run)],
+    }[command]
+    rc, out, err = call(capsys, argv)
+    assert_contract(rc, out, err)
+    assert rc == 0, err
+    if command == "compare":
+        assert "ok: every metric" in out
+
+
+def test_compare_keeps_the_window_and_a_bounded_number_of_other_steps(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verl_recipe.review import compare
+
+    monkeypatch.setattr(compare, "MAX_KEPT_STEPS", 3)
+    d = make_run(tmp_path)
+    place(d, "metrics.jsonl", lines_of(*[step_line(k)["data"] for k in range(1, 41)]))
+    # kept: steps 1-3 (the first MAX_KEPT_STEPS) and the window's 5-14; left out: 4 and 15-40
+    rc, out, err = call(capsys, ["compare", str(d), "--baseline", str(d)])
+    assert rc == 0, err
+    assert f"note: {d}: 27 lines of steps outside 5-14 left out (more than 3 steps in its metrics.jsonl)" in out
+
+
+@pytest.mark.parametrize("how", ["elsewhere", "dangling", "tmp-planted", "folder"])
+def test_report_never_writes_through_a_planted_link(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, how: str
+) -> None:
+    d = make_run(tmp_path)
+    victim = tmp_path / "victim.txt"
+    if how == "elsewhere":
+        victim.write_text("keep me\n")
+        (d / "run.html").symlink_to(victim)
+    elif how == "dangling":
+        (d / "run.html").symlink_to(victim)
+    elif how == "tmp-planted":  # the name the page used to be written through first
+        victim.write_text("keep me\n")
+        (d / ".run.html.tmp").symlink_to(victim)
+    else:
+        (d / "run.html").mkdir()
+    rc, out, err = call(capsys, ["report", str(d)])
+    assert_contract(rc, out, err, "run.html")
+    if how == "folder":
+        assert rc == 2 and "move the folder run.html" in err
+    else:
+        assert rc == 0, err
+        assert not (d / "run.html").is_symlink() and 'id="step-time"' in (d / "run.html").read_text()
+        assert (victim.read_text() == "keep me\n") if how != "dangling" else not victim.exists()
+    assert not [p for p in d.iterdir() if p.name.startswith(".run.html.") and not p.is_symlink()], "no temp left"
+
+
+FAR_APART_AND_NOT_FINITE = {
+    "compare: steps 1 and 10**18": (
+        "metrics.jsonl",
+        lines_of(step_line(1)["data"], step_line(2)["data"], steps=[1, 10**18]),
+        ["compare", "--baseline", "SELF"],
+        0,
+        "ok: every metric",
+    ),
+    "report: steps 1 and 10**18": (
+        "metrics.jsonl",
+        lines_of(step_line(1)["data"], step_line(2)["data"], steps=[1, 10**18]),
+        ["report"],
+        0,
+        "run page:",
+    ),
+    "report: every value NaN or infinite": (
+        "metrics.jsonl",
+        b'{"step": 1, "data": {"timing_s/step": NaN, "perf/throughput": Infinity}}\n'
+        b'{"step": 2, "data": {"timing_s/step": -Infinity, "critic/rewards/mean": 1e999}}\n',
+        ["report"],
+        0,
+        "run page:",
+    ),
+    "compare: a 5000-digit step": (
+        "metrics.jsonl",
+        good_bytes("metrics.jsonl") + b'{"step": ' + b"9" * 5000 + b', "data": {}}\n',
+        ["compare", "--baseline", "GOOD"],
+        0,
+        "ok: every metric",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAR_APART_AND_NOT_FINITE))
+def test_steps_far_apart_and_numbers_not_finite(capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str) -> None:
+    check_case(capsys, tmp_path, FAR_APART_AND_NOT_FINITE[case])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from verl_recipe.exitcodes import EXIT_HEALTH
 from verl_recipe.resolve import Request, resolve
-from verl_recipe.run.health import ALERTS_FILE, Alert, Health, Thresholds, host_mem_total_gb
+from verl_recipe.watch.health import ALERTS_FILE, Alert, Health, Thresholds, host_mem_total_gb
 
 from tests.fakes import FakeClock
 from tests.unit.fixtures import install_fake_verl, make_shared, set_args
@@ -44,6 +44,10 @@ def feed(records: list[dict[str, Any]], thresholds: Thresholds = DEFAULTS, **kw:
 
 def test_the_defaults_are_the_recipes_settings() -> None:
     assert Thresholds(2.0, 10, 1.5, 5.0, 0.3, 0.9, frozenset()) == DEFAULTS
+    assert (DEFAULTS.phase_factor, DEFAULTS.phase_baseline, DEFAULTS.phase_k, DEFAULTS.phase_n) == (2.0, 5, 3, 5)
+    assert DEFAULTS.save_stall_s == 3600.0
+    custom = {**resolve(Request("qwen3.5-35b-fsdp"))[1].values, "HEALTH_PHASE_K": 2, "HEALTH_SAVE_STALL_S": "90"}
+    assert (Thresholds.from_values(custom).phase_k, Thresholds.from_values(custom).save_stall_s) == (2, 90.0)
 
 
 def test_the_recorded_run_and_a_longer_clean_one_give_no_alert() -> None:
@@ -79,9 +83,11 @@ def test_a_slow_step_and_low_throughput_against_the_runs_own_first_steps() -> No
     assert "HEALTH_STEP_TIME_RATIO=1.5" in fired[0].line
 
 
-def test_a_checkpoint_save_is_not_a_slow_step() -> None:
+def test_a_checkpoint_save_is_not_a_slow_step_but_a_slow_save_is_named_as_one() -> None:
     _, fired = feed(stream(12, {"timing_s/step": 6.0, "timing_s/save_checkpoint": 3.7}, at=8))
-    assert fired == []
+    # no step_time alert: the save is taken off the step; the save itself, 3.7 s against its 0.04 s baseline in 3 of
+    # the last 5 saves, is the phase rule's
+    assert [(a.rule, a.metric, a.step) for a in fired] == [("phase_time", "timing_s/save_checkpoint", 10)]
 
 
 @pytest.mark.parametrize("bad", [None, float("nan"), float("inf")])
@@ -153,7 +159,7 @@ def test_stall_allows_the_longest_validation_and_ends_with_the_last_step() -> No
 def test_stall_without_ray_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
-    from verl_recipe.run.health import ray_actors_summary
+    from verl_recipe.watch.health import ray_actors_summary
 
     real = builtins.__import__
 
@@ -227,3 +233,115 @@ def test_each_threshold_is_defined_once_with_its_rule() -> None:
         assert t.name not in (RECIPE_DIR / "_base.yaml").read_text()
         for name in recipe_names():
             assert load_recipe(name).settings[t.name] == t.default
+
+
+# -- the phase rule: each phase of verl 0.8.0's step (timing_s/<phase>) against its own first steps, k of n
+
+
+def test_a_slow_phase_fires_on_k_of_n_steps_naming_the_phase_its_value_and_baseline() -> None:
+    gen = {"timing_s/gen": lambda k: 10.0 if k in (9, 11, 12) else 2.0}
+    _, fired = feed(stream(14, gen, at=1))
+    assert [(a.rule, a.metric, a.step) for a in fired] == [("phase_time", "timing_s/gen", 12)]
+    line = fired[0].line
+    assert "phase generation" in line and "took 10.0 s at step 12" in line and "baseline 2.0 s" in line
+    assert "slow in 3 of the last 5 steps" in line and "HEALTH_PHASE_FACTOR=2 x 2.00 s" in line
+    assert "HEALTH_PHASE_K=3 of HEALTH_PHASE_N=5" in fired[0].threshold
+    # two slow steps of five are not enough, and the step time (unchanged here) fires nothing
+    assert feed(stream(14, {"timing_s/gen": lambda k: 10.0 if k in (9, 11) else 2.0}, at=1))[1] == []
+
+
+def test_each_phase_has_its_own_baseline_and_the_rule_rearms_after_it_clears() -> None:
+    slow = (9, 10, 11, 20, 21, 22)
+    sync = {"timing_s/update_weights": lambda k: 9.0 if k in slow else 3.0, "timing_s/gen": 2.0}
+    _, fired = feed(stream(24, sync, at=1))
+    assert [(a.metric, a.step) for a in fired] == [("timing_s/update_weights", 11), ("timing_s/update_weights", 22)]
+    assert "phase weight_sync" in fired[0].line and "baseline 3.0 s" in fired[0].line
+
+
+def test_a_sub_second_phase_that_jumps_by_a_large_factor_is_noise() -> None:
+    # 0.085 s -> 0.9 s is 10x its baseline but less than a second more: no alert
+    _, fired = feed(stream(16, {"timing_s/ref": lambda k: 0.9 if k >= 9 else 0.085}, at=1))
+    assert fired == []
+
+
+def test_the_phase_rule_takes_its_settings() -> None:
+    values = resolve(Request("qwen3.5-35b-fsdp"))[1].values
+    t = Thresholds.from_values({**values, "HEALTH_PHASE_K": 1, "HEALTH_PHASE_N": 1, "HEALTH_PHASE_BASELINE": 2})
+    _, fired = feed(stream(6, {"timing_s/update_actor": lambda k: 9.0 if k == 5 else 1.0}, at=1), t)
+    # samples 2-3 are the baseline (1.0 s); one slow step of one fires at once
+    assert [(a.metric, a.step) for a in fired] == [("timing_s/update_actor", 5)]
+
+
+# -- the stall rule during a checkpoint save, and its look at the cluster
+
+
+def _three_steps(**kw: Any) -> tuple[Health, FakeClock, list[str]]:
+    clock = FakeClock(1_800_000_000.0)
+    looks: list[str] = []
+
+    def describe() -> str:
+        looks.append("look")
+        return "stopped making progress: a3-02 rank 1 (WorkerDict_0:1) pid 7: process stopped (state T)"
+
+    health = Health(DEFAULTS, clock=clock, describe_cluster=describe, **kw)
+    for rec in SAMPLE:
+        health.on_record(rec)
+    return health, clock, looks
+
+
+def test_a_save_verl_announces_gets_its_own_allowance_then_the_stall_fires_naming_the_rank() -> None:
+    health, clock, looks = _three_steps()
+    # verl 0.8.0's own line at the start of _save_checkpoint, as Ray prefixes it in train.log
+    health.on_output(b"(TaskRunner pid=2301) local_global_step_folder: /mnt/shared/checkpoints/x/global_step_4\n")
+    clock.t += 11.0 + 3600.0  # within 11.8 s of steps + HEALTH_SAVE_STALL_S=3600
+    assert health.tick() == []
+    clock.t += 2.0
+    (alert,) = health.tick()
+    assert alert.rule == "stall" and "HEALTH_SAVE_STALL_S=3600 s (a checkpoint save under way)" in alert.threshold
+    assert "a3-02 rank 1 (WorkerDict_0:1)" in alert.line
+    assert [health.tick() for _ in range(5)] == [[]] * 5 and looks == ["look"], "one look per stall, not per second"
+    health.on_record({"step": 4, "data": SAMPLE[2]["data"]})  # the save ended with its step: no allowance now
+    clock.t += 13.0
+    assert [a.rule for a in health.tick()] == ["stall"] and "HEALTH_SAVE_STALL_S" not in health.alerts[-1].threshold
+
+
+def test_a_save_seen_in_the_checkpoint_folder_until_verls_tracker_names_it(tmp_path: Path) -> None:
+    health, clock, _ = _three_steps(checkpoint_dir=tmp_path)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
+    (tmp_path / "global_step_4" / "actor").mkdir(parents=True)  # verl is writing step 4's checkpoint
+    clock.t += 100.0
+    assert health.saving() and health.tick() == []
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("4")  # written last: the save is over
+    assert not health.saving() and [a.rule for a in health.tick()] == ["stall"]
+
+
+def test_no_save_folder_means_no_allowance(tmp_path: Path) -> None:
+    health, clock, _ = _three_steps(checkpoint_dir=tmp_path)
+    clock.t += 13.0
+    assert not health.saving() and [a.rule for a in health.tick()] == ["stall"]
+
+
+# -- every host's own memory (cluster/hostsample.py's samples)
+
+
+def test_host_memory_of_every_host_names_the_host_and_replaces_the_one_worker_figure() -> None:
+    from verl_recipe.cluster.hostsample import HostMem
+
+    clock = FakeClock(1_800_000_000.0)
+    reads: list[float] = []
+
+    def samples() -> list[HostMem]:
+        reads.append(clock.t)
+        return [HostMem("a3-01", clock.t, 64.0, 20.0), HostMem("a3-02", clock.t, 128.0, 121.0)]
+
+    health = Health(DEFAULTS, host_total_gb=64.0, clock=clock, describe_cluster=lambda: "-", host_samples=samples)
+    (alert,) = health.tick()  # before the first step too: loading the model can fill a host
+    assert alert.rule == "host_memory" and alert.metric == "host memory of a3-02" and alert.value == 121.0
+    assert "host a3-02: memory in use 121.0 of 128 GB (95%)" in alert.line and "of 128 GB" in alert.threshold
+    clock.t += 5.0
+    assert health.tick() == [] and len(reads) == 1, "read every 10 s, not every tick"
+    # verl's own figure (58 of HOST_MEM_GIB 64) is one worker's host: not judged once the hosts' own are read
+    _, fired = health, health.on_record({"step": 1, "data": {"actor/perf/cpu_memory_used_gb": 58.0}})
+    assert fired == []
+    clock.t += 10.0
+    assert health.tick() == [] and len(reads) == 2, "fired once while it holds"

@@ -15,7 +15,7 @@ from .helpers import run
 FAKE_MAIN = """
 import json, os, sys
 out = {"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in ("HCCL_CONNECT_TIMEOUT", "HF_HUB_OFFLINE",
-       "TENSORBOARD_DIR")}}
+       "TENSORBOARD_DIR", "TORCH_HCCL_DEBUG_INFO_TEMP_FILE")}}
 print("fake verl started")
 if os.environ.get("FAKE_VERL_SAY"):
     print(os.environ["FAKE_VERL_SAY"])
@@ -65,6 +65,24 @@ def test_launch_writes_run_record_and_runs_rendered_argv(
     assert "verl.trainer.main_ppo" in (run_dir / "command.sh").read_text()
     link = os.path.normpath(run_dir / os.readlink(run_dir / "nodes"))
     assert link == str(Path(paths["LOG_DIR"]) / "nodes"), "node logs are one hop away"
+
+
+def test_the_flight_recorder_dumps_into_the_run_folder_unless_told_elsewhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fake_verl: Path
+) -> None:
+    """The hang-debugging profile (docs/troubleshooting.md): the trace buffer on and no dump path given, every rank's
+    dump goes into the run folder; a path the user gives is kept; with the recorder off, nothing is added."""
+    paths = make_shared(tmp_path / "shared")
+    base = ["qwen3.5-397b", *set_args(paths)]
+    assert run(capsys, "launch", *base, "--set", "env.TORCH_HCCL_TRACE_BUFFER_SIZE=2000").rc == 0
+    (run_dir,) = (Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir()
+    assert json.loads(fake_verl.read_text())["env"]["TORCH_HCCL_DEBUG_INFO_TEMP_FILE"] == f"{run_dir}/hang-dump-rank-"
+    mine = str(tmp_path / "dumps" / "rank-")
+    sets = ["--set", "env.TORCH_HCCL_TRACE_BUFFER_SIZE=2000", "--set", f"env.TORCH_HCCL_DEBUG_INFO_TEMP_FILE={mine}"]
+    assert run(capsys, "launch", *base, *sets).rc == 0
+    assert json.loads(fake_verl.read_text())["env"]["TORCH_HCCL_DEBUG_INFO_TEMP_FILE"] == mine
+    assert run(capsys, "launch", *base).rc == 0
+    assert json.loads(fake_verl.read_text())["env"]["TORCH_HCCL_DEBUG_INFO_TEMP_FILE"] is None
 
 
 def test_launch_propagates_exit_code(

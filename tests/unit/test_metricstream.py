@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verl_recipe.run import metricstream
-from verl_recipe.run.metricstream import MetricTail, Progress, complete_records, parse_record, progress_line
+from verl_recipe.watch import metricstream
+from verl_recipe.watch.metricstream import MetricTail, Progress, complete_records, parse_record, progress_line
 
 STEP = {"step": 2, "data": {"timing_s/step": 2.3097, "critic/rewards/mean": 0.0798, "perf/throughput": 61.9}}
 

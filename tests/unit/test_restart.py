@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from verl_recipe.contracts import runfiles
+from verl_recipe.diagnosis.signatures import SIGNATURES
 from verl_recipe.exitcodes import EXIT_HEALTH, EXIT_NOT_READY, EXIT_STOPPED
 from verl_recipe.run import lifecycle, restart
-from verl_recipe.run.signatures import SIGNATURES
 
 
 def ended(tmp_path: Path, name: str, rc: int, steps: int, lost: str = "", finding: str = "") -> restart.Attempt:

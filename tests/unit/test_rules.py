@@ -22,6 +22,10 @@ ACCEPTED = [
     ("qwen3.5-397b", ["LR=0"]),
     ("qwen3.5-397b", ["LR=3e-7"]),
     ("qwen3.5-397b", ["GEN_MEM_UTIL=0.5"]),
+    # alerts to a person (contracts/alerts.py): https anywhere, plain http only to this host
+    ("qwen3.5-397b", ["ALERT_WEBHOOK=https://alerts.example.org/hook", "ALERT_WEBHOOK_TOKEN_FILE=/etc/t"]),
+    ("qwen3.5-397b", ["ALERT_WEBHOOK=http://127.0.0.1:8080/hook", "ALERT_COMMAND=/usr/bin/logger,-t,verl"]),
+    ("qwen3.5-397b", ["HEALTH_PHASE_K=5", "HEALTH_PHASE_N=5"]),
 ]
 
 
@@ -67,7 +71,50 @@ REFUSED = [
         ],
         "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=1024: with dynamic batching, log-prob packs",
     ),
+    (
+        "qwen3.5-397b",
+        ["--set", "HEALTH_PHASE_K=4", "--set", "HEALTH_PHASE_N=3"],
+        "HEALTH_PHASE_K=4: is more than HEALTH_PHASE_N=3, so the phase rule could never fire",
+    ),
+    ("qwen3.5-397b", ["--set", "HEALTH_PHASE_N=0"], "HEALTH_PHASE_N=0: must be in [1, 1000]"),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_WEBHOOK=http://alerts.example.org/hook"],
+        "ALERT_WEBHOOK=http://alerts.example.org/hook: is plain http to another host",
+    ),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_WEBHOOK=https://bot:s3cr3t@alerts.example.org/hook"],
+        "ALERT_WEBHOOK=https://alerts.example.org/hook: carries a user or password in the URL",
+    ),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_WEBHOOK=https://alerts.example.org/hook?team=ml&access_token=s3cr3t"],
+        "ALERT_WEBHOOK=https://alerts.example.org/hook?team=...&access_token=...: carries a credential in its query",
+    ),
+    ("qwen3.5-397b", ["--set", "ALERT_WEBHOOK=ftp://alerts.example.org/x"], "ALERT_WEBHOOK=ftp://alerts.example.org"),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_WEBHOOK=https://bot:pw@h.example:abc/x"],
+        "ALERT_WEBHOOK=https://h.example:abc/x: is not a URL",
+    ),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_WEBHOOK_TOKEN_FILE=/etc/t"],
+        "ALERT_WEBHOOK_TOKEN_FILE=/etc/t: names a token for a webhook, but ALERT_WEBHOOK is empty",
+    ),
+    (
+        "qwen3.5-397b",
+        ["--set", "ALERT_COMMAND=bin/page,--now"],
+        "ALERT_COMMAND=bin/page,--now: runs bin/page, a relative path",
+    ),
 ]
+
+
+def test_a_refused_webhook_shows_no_credential(capsys: pytest.CaptureFixture[str]) -> None:
+    res = run(capsys, "validate", "qwen3.5-397b", S, "--set", "ALERT_WEBHOOK=https://bot:s3cr3t@h.example/x?key=k3y")
+    assert res.rc == 2 and "ALERT_WEBHOOK" in res.err
+    assert "s3cr3t" not in res.err + res.out and "k3y" not in res.err + res.out
 
 
 @pytest.mark.parametrize(("recipe", "args", "culprit"), REFUSED)

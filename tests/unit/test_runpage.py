@@ -117,7 +117,8 @@ def test_partial_last_line_nan_null_and_garbage_are_tolerated(tmp_path: Path) ->
     (d / "alerts.json").write_text("[{")  # half-written
     page = runpage.render(runpage.load_run(d))
     assert 'data-points="3"' in figure(page, "step-time")
-    assert "2 line(s) skipped" in page and "alerts.json: not readable" in page
+    # "not json" is skipped; step 5's half-written line is no line yet (verl is still writing it), as the tail reads
+    assert "1 line(s) skipped" in page and "alerts.json: not readable" in page
 
 
 def test_cli_report_run_dir_writes_run_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,6 +76,60 @@ def test_extra_override_secret_is_refused(capsys: pytest.CaptureFixture[str]) ->
     assert "WANDB_API_KEY" in line and "secret_files" in line
 
 
+# Every form an extra override can reach the workers' environment with (Hydra's override grammar: a variable named by
+# the key, a mapping at env_vars or any key above it, nested, keys quoted either way, a list): each is refused.
+ENV_PATH = "ray_kwargs.ray_init.runtime_env.env_vars"
+HIDDEN_FORMS = [
+    (f"++{ENV_PATH}={{X_TOKEN: {PLANTED}}}", "X_TOKEN"),
+    (f"+{ENV_PATH}={{HCCL_BUFFSIZE: '300', WANDB_API_KEY: '{PLANTED}'}}", "WANDB_API_KEY"),
+    (f"++ray_kwargs.ray_init.runtime_env={{env_vars: {{HF_TOKEN: {PLANTED}}}}}", "HF_TOKEN"),
+    (f'++ray_kwargs.ray_init={{runtime_env: {{env_vars: {{DB_PASSWORD: "{PLANTED}"}}}}}}', "DB_PASSWORD"),
+    (f"++ray_kwargs={{ray_init: {{runtime_env: {{env_vars: {{MYTOKEN: {PLANTED}}}}}}}}}", "MYTOKEN"),
+    (f"++{ENV_PATH}={{'X_TOKEN': {PLANTED}}}", "X_TOKEN"),
+    (f'++{ENV_PATH}={{"OPENAI_APIKEY" : {PLANTED}}}', "OPENAI_APIKEY"),
+    (f"++{ENV_PATH}=[X_TOKEN={PLANTED}]", "X_TOKEN"),
+    (f"{ENV_PATH}.RAY_AUTH_TOKEN={PLANTED}", "RAY_AUTH_TOKEN"),
+    (f"~{ENV_PATH}.HF_TOKEN={PLANTED}", "HF_TOKEN"),
+]
+
+
+@pytest.mark.parametrize(("arg", "name"), HIDDEN_FORMS)
+def test_secret_in_any_override_form_is_refused(capsys: pytest.CaptureFixture[str], arg: str, name: str) -> None:
+    res = run(capsys, "validate", "qwen3.5-35b", S, "--", arg)
+    assert res.rc == 2
+    line = next(line for line in res.err.splitlines() if "a secret by its name" in line)
+    assert name in line and "secret_files" in line and "fix:" in line
+    assert PLANTED not in res.out + res.err, "neither the refusal nor Hydra's syntax errors repeat the secret"
+
+
+def test_secret_in_a_mapping_reaches_no_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's case: launch refuses before a run record, command.sh or the driver's argv is written."""
+    install_fake_verl(tmp_path, monkeypatch, FAKE_MAIN)
+    paths = make_shared(tmp_path / "shared")
+    res = run(capsys, "launch", "qwen3.5-397b", *set_args(paths), "--", HIDDEN_FORMS[0][0])
+    assert res.rc == 2 and "X_TOKEN" in res.err
+    assert PLANTED not in res.out + res.err
+    written = [p for p in (tmp_path / "shared").rglob("*") if p.is_file()]
+    assert not [p for p in written if PLANTED in p.read_text(errors="replace")]
+    assert not list((tmp_path / "shared").rglob("launch.json")) and not list((tmp_path / "shared").rglob("command.sh"))
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        f"++{ENV_PATH}={{HCCL_BUFFSIZE: '400', WANDB_MODE: offline}}",
+        f"+{ENV_PATH}.RAY_AUTH_TOKEN_PATH=/run/secrets/ray_auth_token",
+        "data.prompt_key=prompt",  # a verl key with KEY in its name, outside the workers' environment
+        "++ray_kwargs.ray_init.num_cpus=8",
+    ],
+)
+def test_plain_values_in_those_forms_pass(capsys: pytest.CaptureFixture[str], arg: str) -> None:
+    res = run(capsys, "validate", "qwen3.5-35b", S, "--", arg)
+    assert "a secret by its name" not in res.err, res.err
+
+
 @pytest.mark.parametrize(("value", "shown"), [("null", "null"), ("[1]", "list"), ("{a: 1}", "dict"), ("true", "bool")])
 def test_env_values_must_be_scalars(capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str, shown: str) -> None:
     site = tmp_path / "site.yaml"

@@ -1,8 +1,9 @@
 """Every check that can be made before a device is touched, one module per concern.
 
 domains (each numeric setting's range), megatron (M*) or fsdp (V6) for the trainer layout, batch (V1-V5, M16),
-rollout (R*), lengths, policy (project rules without an id), paths (the filesystem) and memory_rules (the memory
-plan). docs/rules.md lists each rule id with the upstream file and lines that enforce it.
+rollout (R*), lengths, policy (project rules without an id), paths (the filesystem), memory_rules (the memory
+plan), hccl (HCCL's timeouts), weightsync (the weight-sync bucket without IPC) and secrets (no secret in an extra
+override). docs/rules.md lists each rule id with the upstream file and lines that enforce it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..contracts.health_rules import ALL, RULES, unknown_stop_rules
+from ..contracts.alerts import alert_problems
+from ..contracts.health_rules import ALL, RULES, threshold_problems, unknown_stop_rules
 from ..render import experiment_dir
 from ..workarounds import mm_cache_rule_active
 from .context import Context
@@ -68,6 +69,9 @@ def health_stop(ctx: Context) -> None:
             f"{', '.join(wrong)} names no health rule",
             f"use some of {', '.join(RULES)}, or {ALL}",
         )
+    # what the thresholds' and the alert settings' own domains cannot say (contracts/health_rules.py, alerts.py)
+    for subject, what, fix in threshold_problems(ctx.values) + alert_problems(ctx.values):
+        ctx.add(subject, what, fix)
 
 
 def absolute_paths(ctx: Context) -> None:

@@ -35,6 +35,7 @@ FORWARDED = {
     "runs": "every run under LOG_DIR: state, step of total, ETA, attempts, last alert",
     "attach": "a run's progress lines from its first step, following it until it ends (Ctrl-C leaves the run)",
     "stop": "stop a run cleanly (verl ends its Ray job), wait for its end, and record who stopped it and where",
+    "bundle": "one .tar.gz of a run's evidence from every host (logs, plogs, npu-smi, kernel tail), secrets redacted",
 }
 
 
@@ -108,13 +109,17 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
 
         return doctor.main(args)
     if cmd == "diagnose":
-        from ..run import diagnose
+        from ..diagnosis import diagnose
 
         return diagnose.main(args)
     if cmd == "compare":
-        from ..run import compare
+        from ..review import compare
 
         return compare.main(args)
+    if cmd == "bundle":
+        from ..review import bundle
+
+        return bundle.main(args)
     if cmd in ("runs", "attach", "stop"):
         from ..run import lifecycle
 

@@ -22,6 +22,8 @@ from types import FrameType
 from ..exitcodes import EXIT_FAILED, EXIT_NOT_READY, EXIT_OK
 from ..problems import error
 from ..topology import CPUS_PER_DIE, RAY_CLIENT_PORT, RAY_NODE_PORTS, SIM_CPU_RANKS_PER_NODE
+from .evidence import node_cann_env, start_request_thread
+from .hostsample import start_sampler
 from .nodeenv import NodeEnv
 
 # Ray 2.54 prints a FutureWarning in every worker that it will stop overriding the accelerator variables of
@@ -190,6 +192,9 @@ def node_environment(ne: NodeEnv, dies: int) -> dict[str, str]:
     env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
     env.update(QUIET_RAY)
     env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(dies))
+    # CANN's plogs of every process on this node (verl's workers inherit it) on shared storage, beside the node log:
+    # by default they go to ~/ascend/log inside the container and are lost with it (cluster/evidence.py).
+    env.update(node_cann_env(env.get("LOG_DIR"), ne.name))
     if ne.simulated:
         # 48 logical CPUs per simulated host on a 2-core machine: Ray would prestart 48 idle workers per node.
         env["RAY_enable_worker_prestart"] = "0"
@@ -294,6 +299,10 @@ def run_node(role: str, ne: NodeEnv, join_deadline_s: float, log: Path | None = 
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # npu-smi snapshots at each run's start and end, and the job's Ray logs at its end (cluster/evidence.py)
+    start_request_thread(os.environ.get("LOG_DIR"), ne.name, ne.simulated, stopping)
+    # this host's memory and process states for the launcher's health rules, every 5 s (cluster/hostsample.py)
+    start_sampler(ne.name)
     print(f"{ne.name}: starting Ray {role} with {dies} NPU and {cpus} CPU at {ne.ip}", file=sys.stderr, flush=True)
     while not stopping.is_set():
         if role == "worker" and not tcp_reachable(ne.head_addr, ne.ray_port):

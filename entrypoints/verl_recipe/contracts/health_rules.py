@@ -1,7 +1,7 @@
 """The health rules of a watched run, as data: each rule's name (what HEALTH_STOP takes), when it fires, the
-settings that hold its thresholds, and the public reports of the failure it catches. run/health.py checks them;
+settings that hold its thresholds, and the public reports of the failure it catches. watch/health.py checks them;
 HEALTH_STOP's help, the validation of its names and docs/watch.md's table (scripts/gen_docs.py) are derived from
-this table, so a rule is added here, with its check in run/health.py."""
+this table, so a rule is added here, with its check in watch/health.py."""
 
 from __future__ import annotations
 
@@ -54,11 +54,56 @@ THRESHOLDS: tuple[Threshold, ...] = (
         lo_open=True,
     ),
     Threshold(
+        "HEALTH_PHASE_FACTOR",
+        "float",
+        "alert when a phase of the step (generation, log-probs, actor update, weight sync, checkpoint save) takes "
+        "this many times its own baseline in HEALTH_PHASE_K of the last HEALTH_PHASE_N steps",
+        "2",
+        lo=1,
+        lo_open=True,
+    ),
+    Threshold(
+        "HEALTH_PHASE_BASELINE",
+        "int",
+        "steps after warm-up whose median is each phase's baseline (the phase rule starts after them)",
+        5,
+        lo=1,
+        hi=1000,
+        blocks_layout=False,
+    ),
+    Threshold(
+        "HEALTH_PHASE_K",
+        "int",
+        "steps of the last HEALTH_PHASE_N a phase must be slow in for the phase rule to fire",
+        3,
+        lo=1,
+        hi=1000,
+        blocks_layout=False,
+    ),
+    Threshold(
+        "HEALTH_PHASE_N",
+        "int",
+        "steps the phase rule looks back over (HEALTH_PHASE_K of them slow fire it)",
+        5,
+        lo=1,
+        hi=1000,
+        blocks_layout=False,
+    ),
+    Threshold(
         "HEALTH_STALL_FACTOR",
         "float",
         "alert when no step arrives within this many times the run's median step time",
         "5",
         lo=1,
+        lo_open=True,
+    ),
+    Threshold(
+        "HEALTH_SAVE_STALL_S",
+        "float",
+        "seconds more the stall rule waits while a checkpoint save is under way (verl's save line, or the step's "
+        "checkpoint folder there and not yet in verl's tracker)",
+        "3600",
+        lo=0,
         lo_open=True,
     ),
     Threshold(
@@ -85,11 +130,45 @@ THRESHOLD_DEFAULTS: dict[str, str | int] = {t.name: t.default for t in THRESHOLD
 ALL = "all"  # HEALTH_STOP=all names every rule
 MEMORY_GROWTH = "memory_growth"
 STEP_TIME = "step_time"
+PHASE_TIME = "phase_time"
 THROUGHPUT = "throughput"
 NAN = "nan"
 REWARD_DROP = "reward_drop"
 STALL = "stall"
 HOST_MEMORY = "host_memory"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A phase of verl's training step that the phase rule times against the run's own first steps."""
+
+    name: str  # as the alert names it
+    key: str  # verl's metric
+    what: str
+    warmup: int  # samples left out of the baseline (the first step compiles and captures graphs)
+
+
+# verl 0.8.0 times each phase of a step with marked_timer(<name>, timing_raw) in RayPPOTrainer.fit()
+# (verl/trainer/ppo/ray_trainer.py @3e4edb6e, release/v0.8.0) and writes timing_s/<name>
+# (verl/trainer/ppo/metric_utils.py compute_timing_metrics). The reference's name is str(Role.RefPolicy), "ref"
+# (verl/trainer/ppo/utils.py). A checkpoint save happens only every SAVE_FREQ steps: its baseline is its own first
+# saves, none left out. The per-phase approach, a baseline from the run's own first steps and an event when 3 of 5
+# consecutive points are out of range, is RL-Insight's (verl-project/rl-insight, degradation association; its
+# verl logger is verl#6680, on main after release/v0.8.0).
+PHASES: tuple[Phase, ...] = (
+    Phase("generation", "timing_s/gen", "the rollout's generation", 1),
+    Phase("old_log_prob", "timing_s/old_log_prob", "the actor's old log-probs", 1),
+    Phase("reference", "timing_s/ref", "the reference policy's log-probs", 1),
+    Phase("actor_update", "timing_s/update_actor", "the actor's update", 1),
+    Phase("weight_sync", "timing_s/update_weights", "the weight sync from the trainer to the rollout", 1),
+    Phase("checkpoint_save", "timing_s/save_checkpoint", "the checkpoint save", 0),
+)
+# A phase counts as slow only when it is also this many seconds above its baseline: sub-second phases jitter by
+# more than any factor without anything being wrong.
+PHASE_FLOOR_S = 1.0
+# verl 0.8.0 prints this line as a checkpoint save starts (RayPPOTrainer._save_checkpoint, ray_trainer.py
+# @3e4edb6e); the stall rule gives the save HEALTH_SAVE_STALL_S more.
+SAVE_STARTED = b"local_global_step_folder: "
 
 HEALTH_RULES: tuple[HealthRule, ...] = (
     HealthRule(
@@ -110,6 +189,21 @@ HEALTH_RULES: tuple[HealthRule, ...] = (
         ),
         ("HEALTH_STEP_TIME_RATIO",),
         "a decode path 7x slower when graph capture silently fell back: vllm-ascend#16049",
+    ),
+    HealthRule(
+        PHASE_TIME,
+        (
+            "a phase of the step ("
+            + ", ".join(f"{ph.name} `{ph.key}`" for ph in PHASES)
+            + f") is more than `HEALTH_PHASE_FACTOR` times, and {PHASE_FLOOR_S:g} s more than, the median of its "
+            "first `HEALTH_PHASE_BASELINE` samples after warm-up (step 1; none for the save) in `HEALTH_PHASE_K` of "
+            "its last `HEALTH_PHASE_N` samples; the alert names the phase, its value and the baseline"
+        ),
+        ("HEALTH_PHASE_FACTOR", "HEALTH_PHASE_BASELINE", "HEALTH_PHASE_K", "HEALTH_PHASE_N"),
+        (
+            "a slow phase hidden in the step time (rollout, log-prob, update, weight sync or save): RL-Insight's "
+            "per-phase degradation events, verl#6680"
+        ),
     ),
     HealthRule(
         THROUGHPUT,
@@ -143,18 +237,22 @@ HEALTH_RULES: tuple[HealthRule, ...] = (
         STALL,
         (
             "no new step within `HEALTH_STALL_FACTOR` times the median `timing_s/step` of the run, plus the "
-            "longest validation (`timing_s/testing`, run between steps) seen so far; checked every second, from "
-            "the first step to the last (`TOTAL_TRAINING_STEPS`)"
+            "longest validation (`timing_s/testing`, run between steps) seen so far, plus `HEALTH_SAVE_STALL_S` "
+            "while a checkpoint save is under way (verl's `local_global_step_folder:` line since the last step, or "
+            "the next step's `global_step_<N>` folder there and not yet in verl's tracker); checked every second, "
+            "from the first step to the last (`TOTAL_TRAINING_STEPS`); the alert names the host and rank that "
+            "stopped (a process stopped or making no CPU progress while the others do)"
         ),
-        ("HEALTH_STALL_FACTOR",),
+        ("HEALTH_STALL_FACTOR", "HEALTH_SAVE_STALL_S"),
         "HCCL timeouts and hangs: vllm-ascend#3413, verl#849; slow checkpoint saves: verl#2932, #2860",
     ),
     HealthRule(
         HOST_MEMORY,
         (
-            "host memory in use (`[actor/]perf/cpu_memory_used_gb`, psutil's `used` on a worker's host) reaches "
-            "`HEALTH_HOST_MEM_FRACTION` of the host's RAM: `HOST_MEM_GIB` when set, else `MemTotal` of "
-            "`/proc/meminfo` on the head"
+            "host memory in use on any host (`MemTotal` less `MemAvailable`, sampled by each host's node service "
+            "into `LOG_DIR/nodes/<host>/`) reaches `HEALTH_HOST_MEM_FRACTION` of that host's `MemTotal`, the host "
+            "named; where no host has a recent sample, verl's one figure (`[actor/]perf/cpu_memory_used_gb`) "
+            "against `HOST_MEM_GIB` (else `MemTotal` on the head)"
         ),
         ("HEALTH_HOST_MEM_FRACTION",),
         (
@@ -169,6 +267,20 @@ RULES: tuple[str, ...] = tuple(r.name for r in HEALTH_RULES)
 def unknown_stop_rules(names: list[str] | tuple[str, ...]) -> list[str]:
     """The HEALTH_STOP entries that name no rule (validate refuses them)."""
     return [n for n in names if n != ALL and n not in RULES]
+
+
+def threshold_problems(values: dict[str, object]) -> list[tuple[str, str, str]]:
+    """What the thresholds' domains cannot say alone, as (subject, what is wrong, fix): validate refuses them."""
+    k, n = values.get("HEALTH_PHASE_K"), values.get("HEALTH_PHASE_N")
+    if isinstance(k, int) and isinstance(n, int) and k > n:
+        return [
+            (
+                f"HEALTH_PHASE_K={k}",
+                f"is more than HEALTH_PHASE_N={n}, so the phase rule could never fire",
+                f"set HEALTH_PHASE_K <= {n} (or raise HEALTH_PHASE_N)",
+            )
+        ]
+    return []
 
 
 def stop_help() -> str:

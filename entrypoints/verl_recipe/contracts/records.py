@@ -1,6 +1,6 @@
 """verl's metric records and the run folder's JSON files as every reader takes them: one line of metrics.jsonl as
 a {"step": int, "data": {...}} record or nothing, a JSON file read within a bound (never a fifo, never a traceback
-on bytes that are not JSON), a finite number. The live tail (run/metricstream.py), compare and the run page share
+on bytes that are not JSON), a finite number. The live tail (watch/metricstream.py), compare and the run page share
 these, so they agree on what a record is. Standard library only."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ Checks, in order: the versions manifest; installed packages against its pins; th
 since the build); torch_npu (import and version only); the dies and the driver's control nodes, counted by name in
 the host's /dev (VERL_RECIPE_DEV_DIR; compose.yaml mounts it read-only at /host-dev); the driver (HDK) version
 against what CANN needs (host.hdk_min);
+whether verl's rollout can sync weights over IPC (the driver's and CANN's versions, verl 0.8.0's rule);
 the HCCL / Gloo / TensorPipe NIC variables; the shared paths; free space for checkpoints; Ray token
 authentication (this container's settings, and whether the cluster at HEAD_ADDR demands a token).
 
@@ -24,8 +25,9 @@ DIR/pip-freeze.txt instead of checking.
 Stdlib + PyYAML only, so it runs on the image's Python with nothing else installed.
 
 By part: findings (Finding, the paths and names every check shares), probes (what this container reads of itself),
-packages (pins and the image record), devices (dies, torch_npu, driver), network (NIC variables), storage (shared
-paths and checkpoint space), rayauth (Ray token authentication), record (the image record written at build time)."""
+packages (pins and the image record), devices (dies, torch_npu, driver), ipc (weight sync over IPC), network (NIC
+variables), storage (shared paths and checkpoint space), rayauth (Ray token authentication), record (the image
+record written at build time)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ from .findings import (
     Finding,
     UsageError,
 )
+from .ipc import check_ipc
 from .network import check_nics, nic_matches
 from .packages import check_packages, check_record
 from .probes import hdk_key, local_addresses, simulated_from_env
@@ -85,6 +88,7 @@ def run_checks(args: argparse.Namespace, env: dict[str, str], simulated: bool) -
     checks.append(check_npu(manifest, simulated))
     checks.append(check_dies(manifest, env, simulated, Path(args.dev_dir or env.get("VERL_RECIPE_DEV_DIR") or "/dev")))
     checks.append(check_driver(manifest, simulated, Path(args.driver_info)))
+    checks.append(check_ipc(simulated, Path(args.driver_info), env))
     checks += check_nics(env, Path(args.sys_net))
     checks += check_paths(env)
     min_free = (

@@ -11,7 +11,9 @@ import datetime
 import html
 import json
 import math
+import os
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,11 +86,21 @@ def source_commit(start: str | Path | None = None) -> str:
 
 def write_atomic(dest: Path, text: str) -> Path:
     """Write through a temporary file in the same folder and rename it: a reader (a browser refreshing the page
-    while the run rewrites it) sees the old page or the new one, never half of one."""
+    while the run rewrites it) sees the old page or the new one, never half of one.
+
+    Never writes through a link planted in the folder: the temporary file is created new under a name no one can
+    foresee (O_EXCL: it follows no symlink), and the rename replaces a symlink at `dest` itself, not what it points
+    to. Raises OSError (IsADirectoryError for a folder at `dest`), and leaves no temporary file behind."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(dest)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the page from the other accounts that read the run folder
+        os.replace(tmp, dest)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     return dest
 
 

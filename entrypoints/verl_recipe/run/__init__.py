@@ -1,3 +1,3 @@
-"""A run, from launch to after the fact: the launcher (launcher), the run folder (record), verl's metric stream
-(metricstream), the health rules (health), the failure signatures and diagnosis (signatures, diagnose), and the
-comparison against a baseline (compare)."""
+"""A run, from launch to its end: the launcher and its supervisor (launcher), the run folder (record), the verbs
+over a run that goes on without its operator (lifecycle), the restart policy (restart) and the step-integrity
+verdict (steps). What watches a run is watch/, what explains a failure diagnosis/, what reads it afterwards review/."""

@@ -14,17 +14,21 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 from ..checks import resume
+from ..cluster.evidence import AFTER, BEFORE, request_snapshots
+from ..cluster.hostsample import memory_reader
 from ..cluster.nodewatch import Loss, NodeWatch, RunWatch, lost_line
 from ..contracts import checkpoints, runfiles
+from ..diagnosis.diagnose import write_diagnosis
 from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY, EXIT_STOPPED
 from ..layers import Resolved
 from ..pages.run_page import RunPageError, write_run_page
 from ..recipes import load_recipe
 from ..render import Launch, with_env
-from .diagnose import write_diagnosis
-from .health import Alert, Health, Thresholds, host_mem_total_gb
+from ..watch.health import Alert, Health, Thresholds, host_mem_total_gb
+from ..watch.metricstream import Faults, MetricTail, Progress
+from ..watch.notify import Notifier
+from ..watch.stall import StallProbe
 from .lifecycle import HEARTBEAT_EVERY_S, stop_request, write_heartbeat
-from .metricstream import MetricTail, Progress
 from .record import (
     METRICS_ENV,
     METRICS_FILE,
@@ -39,6 +43,17 @@ from .record import (
 
 # verl's own output goes to the run's train.log in full; on the screen, one progress line per step unless this is 1.
 SHOW_VERL_ENV = "VERL_RECIPE_SHOW_VERL"
+# torch_npu's flight recorder: the ring's size per rank (0: off) and where each rank's dump goes (this prefix + rank)
+FLIGHT_RECORDER_SIZE = "TORCH_HCCL_TRACE_BUFFER_SIZE"
+FLIGHT_RECORDER_FILE = "TORCH_HCCL_DEBUG_INFO_TEMP_FILE"
+FLIGHT_RECORDER_PREFIX = "hang-dump-rank-"
+
+
+def _positive(text: str | None) -> bool:
+    try:
+        return int(str(text).strip()) > 0
+    except ValueError:
+        return False
 
 
 def end_of_simulation(launch: Launch, resolved: Resolved, extra_info: dict[str, Any], exit_code: int) -> int:
@@ -53,6 +68,9 @@ def end_of_simulation(launch: Launch, resolved: Resolved, extra_info: dict[str, 
     )
     return exit_code
 
+
+# The run page redrawn after a step waits this many times its last drawing's time: at most ~5 % of the watch.
+PAGE_SHARE_FACTOR = 19.0
 
 # verl gets this long to stop its Ray job after SIGTERM (a lost node, a health rule that stops the run) before a kill.
 STOP_GRACE_S = 60.0
@@ -81,9 +99,17 @@ class RunSupervisor:
         self.run_dir = new_run_dir(resolved)
         # verl's own metric stream (its "file" logger) goes into the run record: the progress line and the watch read
         # it.
-        self.launch = with_env(launch, {METRICS_ENV: str(self.run_dir / METRICS_FILE)})
+        extra_env = {METRICS_ENV: str(self.run_dir / METRICS_FILE)}
+        # The hang-debugging profile (docs/troubleshooting.md): with torch_npu's flight recorder on and no dump path
+        # given, each rank's dump goes into this run's folder, where the bundle and a person look.
+        if _positive(launch.env.get(FLIGHT_RECORDER_SIZE)) and not launch.env.get(FLIGHT_RECORDER_FILE):
+            extra_env[FLIGHT_RECORDER_FILE] = str(self.run_dir / FLIGHT_RECORDER_PREFIX)
+        self.launch = with_env(launch, extra_env)
         self.run_dir = write_run_record(self.run_dir, self.launch, resolved, extra_info or {})
         write_checkpoint_identity(launch.recipe, load_recipe(launch.recipe).engine, resolved.values)
+        # every host's npu-smi before verl opens a die; at the end, after it, with the job's Ray logs (evidence.py)
+        self.started_at = time.time()
+        request_snapshots(self.run_dir, str(resolved.values["LOG_DIR"]), BEFORE)
         self.log_path = self.run_dir / runfiles.LOG
         self.show = os.environ.get(SHOW_VERL_ENV) == "1"
         self.lost: list[dict[str, Any]] = []
@@ -92,16 +118,26 @@ class RunSupervisor:
         self.stop_asked: dict[str, Any] | None = None  # `verl-recipe stop`'s request, once honoured
         self.last_step: int | None = None
         self._beat_at = 0.0
+        # An exception in reading or judging one line is said once on stderr and the watch goes on (docs/watch.md).
+        self.faults = Faults()
+        self._page_due = 0.0  # the run page is redrawn from this time on (monotonic), so it costs a bounded share
         total = int(resolved.values.get("TOTAL_TRAINING_STEPS") or 0) or None
         # The simulated cluster's CPU ranks have no device memory to show: host RAM instead (the line says which).
         self.progress = Progress(total, host_memory=resolved.values.get("DEVICE") == "cpu")
         host_gib = float(resolved.values.get("HOST_MEM_GIB") or 0) or host_mem_total_gb()
+        # Alerts out to a person (watch/notify.py); the stall alert's look at the hosts and ranks (watch/stall.py) and
+        # every host's memory (cluster/hostsample.py) read the node folders the run folder links to.
+        self.notifier = Notifier.from_values(resolved.values, self.run_dir, self._say)
+        nodes_dir = self.run_dir / runfiles.NODES
         self.health = Health(
             Thresholds.from_values(resolved.values),
             self.run_dir,
             host_total_gb=host_gib,
             total_steps=total,
             emit=self.on_alert,
+            describe_cluster=StallProbe.for_run(nodes_dir, self.members, self._verl_pid).describe,
+            checkpoint_dir=resume.checkpoint_dir(resolved.values),
+            host_samples=memory_reader(nodes_dir),
         )
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: BinaryIO | None = None
@@ -140,12 +176,16 @@ class RunSupervisor:
         self.stop_verl()
 
     def on_alert(self, alert: Alert) -> None:
-        """A health rule fired (run/health.py): one line as it happens, kept in alerts.json and in train.log; a rule
+        """A health rule fired (watch/health.py): one line as it happens, kept in alerts.json and in train.log; a rule
         HEALTH_STOP names stops verl (a step read after verl ended stops nothing)."""
         self._say(alert.line)
+        self.notifier.send(asdict(alert))
         if alert.stops_run and not self.stopped and self.proc is not None and self.proc.poll() is None:
             self.stopped.append(alert)
             self.stop_verl()
+
+    def _verl_pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
 
     def tick(self) -> None:
         """Every poll of the metric tail: the heartbeat `verl-recipe runs` reads, a stop `verl-recipe stop` asked
@@ -159,20 +199,35 @@ class RunSupervisor:
             self.stop_asked = asked
             self._say(f"stop requested by {asked.get('by', '?')} at step {self.last_step}: stopping verl")
             self.stop_verl()
-        self.health.tick()
+        self.faults.guard("the stall rule", f"after step {self.last_step}", self.health.tick)
 
     # ---- what verl writes
 
     def on_step(self, rec: dict[str, Any]) -> None:
+        """Each stage on its own: one that raises on this step is reported and the others still run."""
         self.last_step = rec["step"]
-        print(self.progress.line(rec), flush=True)
-        self.health.on_record(rec)
+        where = f"step {rec['step']}"
+        line = self.faults.guard("the progress line", where, self.progress.line, rec)
+        if line is not None:
+            print(line, flush=True)
+        self.faults.guard("the health rules", where, self.health.on_record, rec)
+        self.faults.guard("the run page", where, self._refresh_page)
+
+    def _refresh_page(self) -> None:
+        """The run page after a step, unless the last drawing ended less than PAGE_SHARE_FACTOR times its own
+        time ago: it reads the whole stream, so a long run's page would otherwise cost more with every step."""
+        start = time.monotonic()
+        if start < self._page_due:
+            return
         refresh_run_page(self.run_dir)
+        end = time.monotonic()
+        self._page_due = end + PAGE_SHARE_FACTOR * (end - start)
 
     def on_output(self, chunk: bytes) -> None:
         assert self.log is not None
         self.log.write(chunk)
         self.log.flush()
+        self.health.on_output(chunk)
         step = resumed_step(chunk)
         if step is not None and not self.resumed:
             self.resumed.append(step)
@@ -201,11 +256,12 @@ class RunSupervisor:
             stdout = self.proc.stdout
             assert stdout is not None
             write_heartbeat(self.run_dir, None)
-            tail = MetricTail(self.run_dir / METRICS_FILE, self.on_step, on_poll=self.tick)
+            tail = MetricTail(self.run_dir / METRICS_FILE, self.on_step, on_poll=self.tick, faults=self.faults)
             with RunWatch(self.members, self.on_loss, every_s=self.every_s, watch=self.watch), tail:
                 for chunk in iter(stdout.readline, b""):
-                    self.on_output(chunk)
+                    self.faults.guard("verl's output", "a line of train.log", self.on_output, chunk)
                 verl_rc = self.proc.wait()
+            self.notifier.close()  # the alerts queued (a stopping rule's last) go out, bounded
             self.log = None
         return self.finish(verl_rc)
 
@@ -227,6 +283,7 @@ class RunSupervisor:
             last = str(folder / checkpoints.step_dir(step)) if step is not None else None
             stopped = {**self.stop_asked, "at_step": self.last_step, "last_checkpoint": last}
         record_end(self.run_dir, rc, self.lost, verl_rc, asdict(self.stopped[0]) if self.stopped else None, stopped)
+        request_snapshots(self.run_dir, str(self.resolved.values["LOG_DIR"]), AFTER, since=self.started_at)
         if rc and not self.show:
             sys.stderr.write(f"last lines of {self.log_path}:\n{last_lines(self.log_path, 30)}")
         outcome = self.run_dir / runfiles.OUTCOME
@@ -236,8 +293,9 @@ class RunSupervisor:
             # A failed run diagnoses itself (diagnosis.json beside outcome.json); its first finding is the last line.
             try:
                 finding = write_diagnosis(self.run_dir)
-            except OSError as exc:
-                last = f"diagnosis: not written ({exc.strerror}); run `verl-recipe diagnose {self.run_dir}`"
+            except Exception as exc:  # noqa: BLE001 - the run is over and recorded: a diagnosis never undoes it
+                why = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+                last = f"diagnosis: not written ({why}); run `verl-recipe diagnose {self.run_dir}`"
             else:
                 none = f"diagnosis: no known failure signature ({self.run_dir / runfiles.DIAGNOSIS})"
                 last = finding.one_line() if finding else none
@@ -270,6 +328,9 @@ def refresh_run_page(run_dir: Path) -> Path | None:
         return write_run_page(run_dir)
     except (RunPageError, OSError) as exc:
         print(f"run page: not written ({str(exc)[:200]}); `verl-recipe report {run_dir}` draws it", file=sys.stderr)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a bug in drawing: said with its type, and the run goes on
+        print(f"run page: not written ({type(exc).__name__}); `verl-recipe report {run_dir}` says why", file=sys.stderr)
         return None
 
 

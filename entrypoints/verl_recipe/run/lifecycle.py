@@ -25,7 +25,7 @@ from ..contracts import runfiles
 from ..contracts.records import complete_records, finite_number, parse_record
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from ..problems import error
-from .metricstream import Progress, eta_text
+from ..watch.metricstream import Progress, eta_text
 from .steps import integrity, logged_steps
 
 # A heartbeat older than this means the supervisor is gone (its host or container died) without writing the end.

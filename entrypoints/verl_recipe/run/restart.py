@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..contracts import runfiles
+from ..diagnosis.signatures import SIGNATURES
 from ..exitcodes import EXIT_HEALTH, EXIT_NOT_READY, EXIT_OK, EXIT_STOPPED
-from .signatures import SIGNATURES
 from .steps import logged_steps
 
 TRANSIENT = frozenset(s.id for s in SIGNATURES if s.transient)

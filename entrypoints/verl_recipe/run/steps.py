@@ -8,6 +8,7 @@ same ("unlogged": the checkpoint proves them)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def integrity(run_dir: Path) -> dict[str, Any]:
     redone: set[int] = set()
     stands: set[int] = set()
     mine = logged_steps(run_dir)
-    twice |= {s for s in mine if mine.count(s) > 1}
+    twice |= {s for s, n in Counter(mine).items() if n > 1}
     stands |= set(mine)
     cut = _resumed_from(here)
     # verl trains in order and saves a step before it logs it (ray_trainer.py fit(): _save_checkpoint, then
@@ -73,7 +74,7 @@ def integrity(run_dir: Path) -> dict[str, Any]:
         if not steps and resumed is None:
             continue  # ended before its first step and before saying where it started: passes nothing on
         attempts.append(prev.name)
-        twice |= {s for s in steps if s <= cut and steps.count(s) > 1}
+        twice |= {s for s, n in Counter(steps).items() if s <= cut and n > 1}
         stands |= {s for s in steps if s <= cut}
         redone |= {s for s in steps if s > cut}
         cut = min(cut, resumed) if resumed is not None else None

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import resource
+import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -121,11 +124,28 @@ def _register_rollout() -> None:
     RolloutReplicaRegistry.register(ROLLOUT_NAME, load)
 
 
+def _process_log() -> None:
+    """CANN's runtime opens a plog per process under ASCEND_PROCESS_LOG_PATH (run/plog/plog-<pid>_<stamp>.log) when
+    the process first uses ACL; there is no CANN here, so the stand-in opens one in the same place and says so, and
+    the node's plog folder on shared storage holds a file per process as on A3 (bundles and diagnose read them)."""
+    root = os.environ.get("ASCEND_PROCESS_LOG_PATH")
+    if not root:
+        return
+    now = time.time()
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
+    folder = Path(root) / "run" / "plog"
+    folder.mkdir(parents=True, exist_ok=True)
+    when = time.strftime("%Y-%m-%d-%H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}.000"
+    with (folder / f"plog-{os.getpid()}_{stamp}.log").open("a") as fh:
+        fh.write(f"[INFO] STAND-IN({os.getpid()},python):{when} {LOG_PREFIX} no CANN runtime: a process log opened\n")
+
+
 def install() -> list[str]:
     _register_rollout()
     done = ["rollout"]
     if _on_cpu():
-        for shim in (_gloo_process_group, _fsdp_engine_on_cpu, _no_pinned_memory, _torch_padding, _cpu_memory_api):
+        shims = (_gloo_process_group, _fsdp_engine_on_cpu, _no_pinned_memory, _torch_padding, _cpu_memory_api)
+        for shim in (*shims, _process_log):
             shim()
             done.append(shim.__name__.lstrip("_"))
     return done

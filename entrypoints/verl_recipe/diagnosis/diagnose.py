@@ -7,12 +7,17 @@ files and MAX_TOTAL_BYTES in all, and bytes that are not UTF-8 are replaced, so 
 never fails on a damaged log.
 
 The signatures are data (signatures.py), listed causes before symptoms; each is reported once, at its first
-occurrence (in the order above), with file:line. With no known signature, the last error block (the last Python
-traceback, else the last lines naming an error) is printed with the list of logs read.
+occurrence (in the order above), with file:line, its family and the host and rank of its line. A failure no signature
+knows is put in its family by a general rule (families.py), at medium or low confidence, and the last error block (the
+last Python traceback, else the last line naming an error that is not benign noise) is printed with it. Every error
+line of every log is also an event (events.py) ordered across hosts (firstfailure.py): the first failure and the first
+error of every other host and rank, its consequences.
 
-Output: one block per finding, then a last line with the first finding. `--json` prints the diagnosis.json contract:
-{"findings": [{"id", "title", "cause", "fix", "prevent", "file", "line", "excerpt"}],
- "unknown": null | {"last_error_block", "logs"}}.
+Output: one block per finding, the first failure and its consequences, then a last line with the first failure's
+finding. `--json` prints the diagnosis.json contract (docs/diagnose.md):
+{"findings": [{"id", "title", "cause", "fix", "prevent", "file", "line", "excerpt", "family", "confidence", "basis",
+ "host", "rank", "evidence"}], "unknown": null | {"last_error_block", "logs"}, "first_failure": null | {...},
+ "consequences": [...]}.
 
 Exit codes: 0 when the logs were read, whether or not anything was found (the diagnosis is the output); 2 on bad
 input (a path that does not exist, or no readable log under the paths given).
@@ -24,10 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,16 +39,15 @@ from typing import Any
 from ..contracts import runfiles
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
-from .signatures import SIGNATURES, Signature
+from . import families as fam
+from .events import all_events
+from .firstfailure import Event, Hosts, hosts_of, node_of, order, year_of
+from .logs import LogText, log_files, read_logs
+from .signatures import BY_ID, SIGNATURES, Signature
 
-MAX_TAIL_BYTES = 8 * 2**20  # the end of a log is where a run's failure is
-MAX_TOTAL_BYTES = 128 * 2**20
-MAX_COUNT_BYTES = 512 * 2**20  # above this much skipped, lines are numbered from the start of the tail read
-MAX_FILES = 400  # a Ray session folder can hold thousands of worker logs
-MAX_DEPTH = 8
-LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 EXCERPT_CHARS = 400
 BLOCK_LINES = 40
+MAX_SHOWN_CONSEQUENCES = 8  # in the text output; diagnosis.json holds up to firstfailure.MAX_CONSEQUENCES
 DIAGNOSIS_FILE = runfiles.DIAGNOSIS
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -86,6 +89,14 @@ PHASE_WINDOW = 40
 GDN = re.compile(r"gdn|gated_delta|GatedDeltaNet|chunk_gated|fused_recurrent|causal_conv1d|\bfla[._/]", re.IGNORECASE)
 CKPT_WORDS = re.compile(r"checkpoint|save_|ckpt", re.IGNORECASE)
 DEVICES = re.compile(r"Total available GPUs ([\d.]+) is less than total desired GPUs (\d+)")
+KV_CACHE = re.compile(r"kv_cache|KV cache", re.IGNORECASE)
+KV_NOTE = (
+    "a hybrid model's cache (Qwen3.5's Gated DeltaNet and attention layers) can take more than its share: "
+    "vllm-project/vllm-ascend#3368, #6611; lower GEN_MEM_UTIL"
+)
+EVIDENCE_LINES = 6
+# Lines around a Ray death reason that say which worker died: its address, pid and actor name.
+DEATH_DETAIL = re.compile(r"^\s*(?:ip|pid|name|class_name):|Worker (?:IP address|PID|exit type)|\bIP: ")
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,12 @@ class Finding:
     file: str
     line: int
     excerpt: str
+    family: str = ""  # families.py
+    confidence: str = fam.HIGH  # high: a known signature; medium or low: a general rule (`basis` says which)
+    host: str | None = None
+    rank: str | None = None
+    evidence: tuple[str, ...] = ()  # "file:line: text" of the lines it rests on
+    basis: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,20 +126,39 @@ class Finding:
             "file": self.file,
             "line": self.line,
             "excerpt": self.excerpt,
+            "family": self.family,
+            "confidence": self.confidence,
+            "basis": self.basis or "a known signature",
+            "host": self.host,
+            "rank": self.rank,
+            "evidence": list(self.evidence),
         }
 
+    def _where(self) -> str:
+        if self.host is None:
+            return ""
+        return f" on {self.host}" + (f" rank {self.rank}" if self.rank is not None else "")
+
     def block(self) -> str:
-        return (
-            f"{self.file}:{self.line}: {self.title} [{self.id}]\n"
+        family = fam.BY_FAMILY.get(self.family)
+        how = "a known signature" if self.confidence == fam.HIGH else f"general rule: {self.basis}"
+        out = (
+            f"{self.file}:{self.line}: {self.title}{self._where()} [{self.id}]\n"
             f"  | {self.excerpt}\n"
+            f"  family: {family.title if family else self.family}; confidence: {self.confidence} ({how})\n"
             f"  cause: {self.cause}\n"
             f"  fix: {self.fix}\n"
             f"  prevents it next time: {self.prevent}"
         )
+        extra = [e for e in self.evidence if not e.endswith(self.excerpt)]
+        if extra:
+            out += "\n  evidence:\n" + "\n".join(f"    {e}" for e in extra)
+        return out
 
     def one_line(self) -> str:
         """The launcher's last line for a failed run."""
-        return f"diagnosis: {self.title} ({self.file}:{self.line}); fix: {self.fix}"
+        sure = "" if self.confidence == fam.HIGH else f", {self.confidence} confidence"
+        return f"diagnosis: {self.title}{self._where()} ({self.file}:{self.line}{sure}); fix: {self.fix}"
 
 
 @dataclass(frozen=True)
@@ -141,118 +177,20 @@ class Diagnosis:
     findings: tuple[Finding, ...]
     unknown: Unknown | None
     logs: tuple[str, ...] = field(default=())
+    first_failure: Event | None = None  # firstfailure.py: the host and rank that failed first
+    consequences: tuple[Event, ...] = ()  # the first error of every other host and rank, in time order
+    why_first: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        first = None
+        if self.first_failure is not None:
+            first = {**self.first_failure.to_json(), "why": self.why_first}
         return {
             "findings": [f.to_json() for f in self.findings],
             "unknown": self.unknown.to_json() if self.unknown else None,
+            "first_failure": first,
+            "consequences": [e.to_json() for e in self.consequences],
         }
-
-
-@dataclass(frozen=True)
-class LogText:
-    name: str  # as shown: relative to the run folder, or the path given
-    lines: tuple[str, ...]
-    first_line: int  # the number of lines[0] in the whole file (the tail may start deep in it)
-
-
-def _candidates(root: Path) -> Iterator[Path]:
-    """Log files under a folder, in reading order: train.log, the other top-level logs, nodes/, the rest."""
-    top = root / runfiles.LOG
-    if top.is_file():
-        yield top
-    yield from sorted(p for p in root.iterdir() if p.is_file() and p.suffix in LOG_SUFFIXES)
-    nodes = root / runfiles.NODES  # the run record's symlink to LOG_DIR/nodes: os.walk below does not follow links
-    if nodes.is_dir():
-        yield from sorted(p for p in nodes.iterdir() if p.is_file() and p.suffix in LOG_SUFFIXES)
-    base_depth = len(root.parts)
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames.sort()
-        if len(here.parts) - base_depth >= MAX_DEPTH:
-            dirnames.clear()
-        for name in sorted(filenames):
-            if name.endswith(LOG_SUFFIXES):
-                yield here / name
-
-
-def log_files(paths: Sequence[Path], base: Path | None = None) -> list[tuple[Path, str]]:
-    """(file, name shown) for every log to read, each once, at most MAX_FILES."""
-    out: list[tuple[Path, str]] = []
-    seen: set[Path] = set()
-    for given in paths:
-        try:
-            for path in _candidates(given) if given.is_dir() else iter([given]):
-                # Only regular files (a symlink to one too): a fifo would block the read for ever, and a symlink
-                # loop makes resolve() raise RuntimeError (Python 3.11).
-                try:
-                    if not path.is_file():
-                        continue
-                    real = path.resolve()
-                except (OSError, RuntimeError):
-                    continue
-                if real in seen:
-                    continue
-                seen.add(real)
-                name = str(path.relative_to(base)) if base is not None and path.is_relative_to(base) else str(path)
-                out.append((path, name))
-                if len(out) >= MAX_FILES:
-                    return out
-        except OSError:
-            continue  # a folder that cannot be listed: what was found before it still counts
-    return out
-
-
-def read_tail(path: Path, cap: int = MAX_TAIL_BYTES) -> tuple[tuple[str, ...], int | None]:
-    """The file's last `cap` bytes as lines, and the number in the whole file of the first one.
-
-    The number is None when the part skipped is too large to count lines in within the time bound.
-    """
-    with path.open("rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        start = max(0, size - cap)
-        skipped: int | None = 0
-        cut = False
-        if start:
-            fh.seek(start - 1)
-            cut = fh.read(1) != b"\n"  # the tail starts inside a line: that partial line is dropped
-            if start <= MAX_COUNT_BYTES:
-                fh.seek(0)
-                left, counted = start, 0
-                while left:  # bytes.count is fast enough for file:line to point into the real file
-                    chunk = fh.read(min(left, 2**22))
-                    if not chunk:
-                        break
-                    counted += chunk.count(b"\n")
-                    left -= len(chunk)
-                skipped = counted
-            else:
-                skipped = None
-        fh.seek(start)
-        data = fh.read(cap)
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    if cut and lines:
-        lines = lines[1:]
-    first = None if skipped is None else skipped + 1 + int(cut)
-    return tuple(ANSI.sub("", line) for line in lines), first
-
-
-def read_logs(files: Sequence[tuple[Path, str]]) -> list[LogText]:
-    out: list[LogText] = []
-    budget = MAX_TOTAL_BYTES
-    for path, name in files:
-        if budget <= 0:
-            break
-        try:
-            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget))
-            budget -= min(path.stat().st_size, MAX_TAIL_BYTES)
-        except OSError:
-            continue  # a log that vanished or cannot be read: the others still count
-        if first is None:
-            out.append(LogText(f"{name} (tail)", lines, 1))
-        else:
-            out.append(LogText(name, lines, first))
-    return out
 
 
 def _phase(lines: Sequence[str], i: int) -> tuple[str, str] | None:
@@ -289,10 +227,12 @@ def _finding(sig: Signature, log: LogText, i: int) -> Finding:
         cause = f"{cause}; here a Gated DeltaNet (FLA) kernel"
     elif sig.id == "disk-full" and CKPT_WORDS.search(_window(log.lines, i)):
         cause = f"{cause}; here during a checkpoint save"
+    if sig.id == "npu-oom" and KV_CACHE.search(_window(log.lines, i, 10, 2)):
+        cause = f"{cause}; here allocating the KV cache ({KV_NOTE})"
     excerpt = line.strip()
     if len(excerpt) > EXCERPT_CHARS:
         excerpt = excerpt[: EXCERPT_CHARS - 3] + "..."
-    return Finding(sig.id, sig.title, cause, fix, sig.prevent, log.name, log.first_line + i, excerpt)
+    return Finding(sig.id, sig.title, cause, fix, sig.prevent, log.name, log.first_line + i, excerpt, family=sig.family)
 
 
 def _first_line_of(sig: Signature, low: str, lines: Sequence[str]) -> int | None:
@@ -300,8 +240,11 @@ def _first_line_of(sig: Signature, low: str, lines: Sequence[str]) -> int | None
     best: int | None = None
     for needle in sig.needles:
         pos = low.find(needle)
+        i, counted_to = 0, 0
         while pos != -1:
-            i = low.count("\n", 0, pos)
+            # Counted on from the last hit, not from 0: a needle on every line of 8 MB was quadratic (a hang).
+            i += low.count("\n", counted_to, pos)
+            counted_to = pos
             if best is not None and i >= best:
                 break
             if sig.regex.search(lines[i]):
@@ -334,6 +277,21 @@ def _last_index(lines: Sequence[str], needles: Sequence[str]) -> int | None:
     return None if pos == -1 else text.count("\n", 0, pos)
 
 
+def _last_error_line(lines: Sequence[str]) -> int | None:
+    """Index of the last line naming an error that is not benign noise (families.NOISE: mstx, INFO, warnings)."""
+    text = "\n".join(lines)
+    end = len(text)
+    while end > 0:
+        pos = max(text.rfind(n, 0, end) for n in ERROR_WORDS)
+        if pos == -1:
+            return None
+        i = text.count("\n", 0, pos)
+        if not fam.is_noise(lines[i]):
+            return i
+        end = text.rfind("\n", 0, pos) if i else 0  # go on above this line
+    return None
+
+
 def _error_block(lines: Sequence[str]) -> tuple[int, str] | None:
     """(index, text) of the last error block: the last traceback to its exception line, else the last error line."""
     start = _last_index(lines, (TRACEBACK,))
@@ -344,7 +302,7 @@ def _error_block(lines: Sequence[str]) -> tuple[int, str] | None:
                 end = min(end, j + 3)
                 break
         return start, "\n".join(lines[start:end]).rstrip()
-    at = _last_index(lines, ERROR_WORDS)
+    at = _last_error_line(lines)
     if at is None:
         return None
     begin = max(0, at - 5)
@@ -361,11 +319,63 @@ def last_error(logs: Sequence[LogText]) -> Unknown:
     return Unknown(None, None, None, names)
 
 
+def _evidence(log: LogText, i: int, event: Event | None) -> tuple[str, ...]:
+    """The line itself and, for a Ray death reason, the lines nearby that name the dead worker."""
+    out = [f"{log.name}:{log.first_line + i}: {log.lines[i].strip()[:EXCERPT_CHARS]}"]
+    if event is not None and event.family in ("ray-lost", "host-memory"):
+        for j in range(max(0, i - 8), min(len(log.lines), i + 12)):
+            if j != i and DEATH_DETAIL.search(log.lines[j]) and len(out) < EVIDENCE_LINES:
+                out.append(f"{log.name}:{log.first_line + j}: {log.lines[j].strip()[:EXCERPT_CHARS]}")
+    return tuple(out)
+
+
+def _general_finding(e: Event) -> Finding:
+    family = fam.BY_FAMILY[e.family]
+    return Finding(
+        e.id, e.title, e.cause, family.fix, family.prevent, e.file, e.line, e.excerpt,
+        family=e.family, confidence=e.confidence, host=e.host, rank=e.rank, basis=e.basis,
+    )  # fmt: skip
+
+
+def _with_place(f: Finding, events: dict[tuple[str, int], Event], logs: dict[str, LogText]) -> Finding:
+    """A finding with the host and rank of its own line, and its evidence lines."""
+    e = events.get((f.file, f.line))
+    log = logs.get(f.file)
+    evidence = _evidence(log, f.line - log.first_line, e) if log is not None else (f"{f.file}:{f.line}: {f.excerpt}",)
+    host = e.host if e is not None else f.host
+    rank = e.rank if e is not None else f.rank
+    return Finding(**{**f.__dict__, "host": host, "rank": rank, "evidence": evidence})
+
+
+def _run_dirs(paths: Sequence[Path]) -> list[Path]:
+    return [p for p in paths if p.is_dir()]
+
+
 def diagnose(paths: Sequence[Path], base: Path | None = None) -> Diagnosis:
     logs = read_logs(log_files(paths, base))
-    findings = tuple(find_signatures(logs))
     names = tuple(log.name for log in logs)
-    return Diagnosis(findings, None if findings else last_error(logs), names)
+    node_logs = {h: log.lines for log in logs if (h := node_of(log.name)) is not None and log.name.endswith(".log")}
+    hosts = hosts_of(_run_dirs(paths), node_logs) if logs else Hosts({})
+    events = all_events(logs, hosts, year_of(log.lines for log in logs))
+    ordering = order(events)
+    by_place = {(e.file, e.line): e for e in events}
+    by_name = {log.name: log for log in logs}
+    found = [_with_place(f, by_place, by_name) for f in find_signatures(logs)]
+    first = ordering.first
+    if first is not None and first.id not in BY_ID and not any(f.id == first.id for f in found):
+        # No signature explains the first failure: its general rule does, ahead of the signatures' symptoms.
+        found.insert(0, _with_place(_general_finding(first), by_place, by_name))
+    if not found:
+        seen: set[str] = set()
+        for e in sorted(events, key=lambda e: (e.symptom, e.order, e.seq)):
+            if e.id not in seen:
+                seen.add(e.id)
+                found.append(_with_place(_general_finding(e), by_place, by_name))
+    if first is not None:  # the first failure's finding first: the launcher's last line and the restart policy
+        found.sort(key=lambda f: f.id != first.id)
+    signature_found = any(f.confidence == fam.HIGH for f in found)
+    unknown = None if signature_found else last_error(logs)
+    return Diagnosis(tuple(found), unknown, names, first, ordering.consequences, ordering.why)
 
 
 def write_diagnosis(run_dir: Path) -> Finding | None:
@@ -378,13 +388,33 @@ def write_diagnosis(run_dir: Path) -> Finding | None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
     tmp.replace(dest)
-    return result.findings[0] if result.findings else None
+    return result.findings[0] if result.findings else None  # the first failure's finding comes first
+
+
+def _ordering_text(result: Diagnosis) -> str:
+    first = result.first_failure
+    if first is None or (first.host is None and first.rank is None and not result.consequences):
+        return ""  # one log of no known host: the findings above already say it all
+    at = f" at {first.time.isoformat(sep=' ')}" if first.time else ""
+    out = [f"first failure: {first.where()}{at}: {first.title} ({first.file}:{first.line}); {result.why_first}"]
+    shown = result.consequences[:MAX_SHOWN_CONSEQUENCES]
+    for e in shown:
+        when = f" at {e.time.isoformat(sep=' ')}" if e.time else ""
+        out.append(f"  then {e.where()}{when}: {e.title} ({e.file}:{e.line})")
+    left = len(result.consequences) - len(shown)
+    if left > 0:
+        out.append(f"  ... and {left} more (diagnosis.json's consequences)")
+    return "\n".join(out) + "\n"
 
 
 def render_text(result: Diagnosis) -> str:
     if result.findings:
         blocks = "\n\n".join(f.block() for f in result.findings)
-        return f"{blocks}\n\n{len(result.findings)} finding(s); first: {result.findings[0].one_line()}\n"
+        tail = f"{len(result.findings)} finding(s); first: {result.findings[0].one_line()}\n"
+        unknown = result.unknown
+        if unknown is not None and unknown.block is not None:  # general rules only: the error itself helps too
+            tail = f"the last error block ({unknown.file}:{unknown.line}):\n{unknown.block}\n{tail}"
+        return f"{blocks}\n\n{_ordering_text(result)}{tail}"
     unknown = result.unknown
     logs = ", ".join(result.logs) if result.logs else "none"
     if unknown is None or unknown.block is None:
@@ -413,7 +443,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(LOG_DIR/<project>/<experiment>/runs/<stamp>) or log files"
             )
             return EXIT_BAD_INPUT
-    result = diagnose(paths)
+    try:
+        result = diagnose(paths)
+    except Exception as exc:  # noqa: BLE001 - no log should get here (the fuzz tests look): one line all the same
+        error(
+            f"diagnose: {type(exc).__name__} while reading {' '.join(ns.paths)}; fix: none in the logs: this is a "
+            "bug in verl-recipe, report it with the run folder"
+        )
+        return EXIT_BAD_INPUT
     if not result.logs:
         shown = " ".join(ns.paths)
         error(f"diagnose: no readable log under {shown}; fix: give a run folder (it holds train.log) or log files")

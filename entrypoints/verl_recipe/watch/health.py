@@ -16,19 +16,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cluster.hostsample import HostMem
+from ..contracts import checkpoints, runfiles
 from ..contracts import metrics as verl_metrics
-from ..contracts import runfiles
 from ..contracts.health_rules import (
     ALL,
     HOST_MEMORY,
     MEMORY_GROWTH,
     NAN,
+    PHASE_FLOOR_S,
+    PHASE_TIME,
+    PHASES,
     REWARD_DROP,
     RULES,
+    SAVE_STARTED,
     STALL,
     STEP_TIME,
     THROUGHPUT,
 )
+from .stall import StallProbe
 
 ALERTS_FILE = runfiles.ALERTS
 
@@ -49,6 +55,20 @@ REWARD_SMOOTHING = 3  # the reward rule compares moving means of this many steps
 MEM_DIP_GB = 0.01  # a rise counts as monotonic when no step falls by more than this
 # Ray's memory monitor kills workers above this share of host memory (RAY_memory_usage_threshold, Ray's default).
 OOM_KILL_THRESHOLD = 0.95
+HOSTS_EVERY_S = 10.0  # the hosts' memory samples are read this often (each host writes one every 5 s)
+HOST_MEMORY_FIX = (
+    "Ray's OOM killer takes the TaskRunner next (verl#3453, #1964): offload less to the CPU (optimizer/param "
+    "offload), lower the rollout batch, or use hosts with more RAM (HOST_MEM_GIB checks the plan)"
+)
+# What to look at when a phase is slow, by phase ("" for any other).
+_PHASE_FIX = {
+    "generation": "a slower decode path (graph capture fell back, vllm-ascend#16049) or longer responses "
+    "(response_length/mean); compare timing_s/agent_loop/slowest/* with the first steps",
+    "weight_sync": "the weight sync path changed (IPC or shared memory, `verl-recipe doctor`) or a slow link between "
+    "trainer and rollout hosts",
+    "checkpoint_save": "slow shared storage (verl#2932, #2860): check the storage's load and free space",
+    "": "a slow node or link: compare the phase in metrics.jsonl with the first steps, then the node logs",
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +82,11 @@ class Thresholds:
     reward_drop: float
     host_mem_fraction: float
     stop: frozenset[str] = frozenset()
+    phase_factor: float = 2.0
+    phase_baseline: int = 5
+    phase_k: int = 3
+    phase_n: int = 5
+    save_stall_s: float = 3600.0
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> Thresholds:
@@ -74,6 +99,11 @@ class Thresholds:
             stall_factor=float(values["HEALTH_STALL_FACTOR"]),
             reward_drop=float(values["HEALTH_REWARD_DROP"]),
             host_mem_fraction=float(values["HEALTH_HOST_MEM_FRACTION"]),
+            phase_factor=float(values["HEALTH_PHASE_FACTOR"]),
+            phase_baseline=int(values["HEALTH_PHASE_BASELINE"]),
+            phase_k=int(values["HEALTH_PHASE_K"]),
+            phase_n=int(values["HEALTH_PHASE_N"]),
+            save_stall_s=float(values["HEALTH_SAVE_STALL_S"]),
             stop=frozenset(RULES if ALL in stop else stop),
         )
 
@@ -102,23 +132,9 @@ def host_mem_total_gb(meminfo: Path = Path("/proc/meminfo")) -> float | None:
 
 
 def ray_actors_summary() -> str:
-    """Ray's own view of the job's actors for a stall alert: those not alive first, then the alive ones per node."""
-    try:
-        from ray.util.state import list_actors
-    except ImportError:
-        return "no Ray state API here"
-    try:
-        actors = list_actors(address="auto", filters=[("state", "!=", "DEAD")], limit=1000, timeout=10)
-        dead = list_actors(address="auto", filters=[("state", "=", "DEAD")], limit=1000, timeout=10)
-    except Exception as exc:  # noqa: BLE001 - any failure of the state API only leaves the alert without it
-        return f"Ray state API not reachable ({type(exc).__name__}: {str(exc)[:120]})"
-    counts: dict[str, int] = {}
-    for a in actors:
-        key = f"{a.class_name} {a.state} on node {str(a.node_id)[:8]}"
-        counts[key] = counts.get(key, 0) + 1
-    parts = [f"dead: {a.class_name} on node {str(a.node_id)[:8]}" for a in dead[:5]]
-    parts += [f"{n}x {k}" for k, n in sorted(counts.items())]
-    return "Ray actors: " + ("; ".join(parts) if parts else "none")
+    """The stall alert's look at the cluster without the run's members or the hosts' samples (watch/stall.py): this
+    job's actors per host from Ray's state API."""
+    return StallProbe(None, [], since=0.0).describe()
 
 
 def _utc(t: float) -> str:
@@ -139,8 +155,10 @@ def _bad_number(v: Any) -> bool:
 
 @dataclass
 class Health:
-    """The rules' state over one run. `on_record` per step, `tick` on a timer (the stall rule), both from one
-    thread. `clock` and `describe_cluster` are injectable for tests."""
+    """The rules' state over one run. `on_record` per step, `tick` on a timer (the stall rule, the hosts' memory),
+    `on_output` per line of verl's output (a checkpoint save starting), all from one thread. `clock`,
+    `describe_cluster` (the stall alert's look at the cluster, watch/stall.py) and `host_samples` (each host's latest
+    memory sample, cluster/hostsample.py) are injectable for tests."""
 
     thresholds: Thresholds
     run_dir: Path | None = None
@@ -149,6 +167,8 @@ class Health:
     clock: Callable[[], float] = time.time
     describe_cluster: Callable[[], str] = ray_actors_summary
     emit: Callable[[Alert], None] = lambda alert: None
+    checkpoint_dir: Path | None = None  # CKPT_DIR/<project>/<experiment>: a save under way shows there
+    host_samples: Callable[[], list[HostMem]] | None = None
     alerts: list[Alert] = field(default_factory=list)
     _active: set[str] = field(default_factory=set)
     _series: dict[str, list[float]] = field(default_factory=dict)
@@ -159,6 +179,11 @@ class Health:
     _last_step_at: float | None = None
     _last_step: int | None = None
     _testing_s: float = 0.0
+    _phases: dict[str, list[float]] = field(default_factory=dict)
+    _slow: dict[str, list[bool]] = field(default_factory=dict)
+    _save_seen_at: float | None = None  # verl said a save started, since the last step
+    _hosts_checked_at: float | None = None
+    _per_host: bool = False  # a host's own sample was read: verl's one figure is not judged any more
 
     # -- the stream
 
@@ -167,6 +192,7 @@ class Health:
         self._steps += 1
         self._last_step_at, self._last_step = self.clock(), step
         self._active.discard(STALL)
+        self._save_seen_at = None
         testing = _value(data, (TESTING_S,))
         if testing:
             self._testing_s = max(self._testing_s, testing[1])
@@ -174,12 +200,40 @@ class Health:
         fired += self._nan(step, data)
         fired += self._memory(step, data)
         fired += self._speed(step, data)
+        fired += self._phase_time(step, data)
         fired += self._reward(step, data)
         fired += self._host(step, data)
         return fired
 
+    def on_output(self, line: bytes) -> None:
+        """A line of verl's output: the start of a checkpoint save gives the stall rule HEALTH_SAVE_STALL_S more."""
+        if SAVE_STARTED in line:
+            self._save_seen_at = self.clock()
+
+    def saving(self) -> bool:
+        """A checkpoint save is under way: verl said so since the last step, or the next step's folder is there and
+        verl's tracker does not name it yet (it writes the tracker last)."""
+        if self._save_seen_at is not None:
+            return True
+        if self.checkpoint_dir is None or self._last_step is None:
+            return False
+        nxt = self._last_step + 1
+        try:
+            if not (self.checkpoint_dir / checkpoints.step_dir(nxt)).is_dir():
+                return False
+            tracker = (self.checkpoint_dir / checkpoints.TRACKER).read_text().strip()
+        except OSError:
+            return True  # the folder is there and the tracker not yet
+        return tracker != str(nxt)
+
     def tick(self) -> list[Alert]:
-        """The stall rule: no new step within HEALTH_STALL_FACTOR times the run's median step time."""
+        """The stall rule: no new step within HEALTH_STALL_FACTOR times the run's median step time (more during a
+        checkpoint save); and every HOSTS_EVERY_S the memory of every host."""
+        return self._hosts() + self._stall()
+
+    def _stall(self) -> list[Alert]:
+        if STALL in self._active:
+            return []  # fired once for this stall; the look at the cluster is not taken again each second
         if self._last_step_at is None or not self._step_s:
             return []  # before the first step (model loading) there is no step time to compare with
         if self.total_steps and self._last_step is not None and self._last_step >= self.total_steps:
@@ -190,6 +244,9 @@ class Health:
         limit = self.thresholds.stall_factor * median + self._testing_s
         if waited <= limit:
             return []
+        save = self.thresholds.save_stall_s if self.saving() else 0.0
+        if waited <= limit + save:
+            return []  # a checkpoint save under way has its own allowance
         return self._fire(
             STALL,
             True,
@@ -197,12 +254,13 @@ class Health:
             round(waited, 1),
             f"HEALTH_STALL_FACTOR={self.thresholds.stall_factor:g} x median step {median:.1f} s"
             + (f" + validation {self._testing_s:.0f} s" if self._testing_s else "")
-            + f" = {limit:.0f} s",
+            + (f" + HEALTH_SAVE_STALL_S={save:g} s (a checkpoint save under way)" if save else "")
+            + f" = {limit + save:.0f} s",
             self._last_step,
             f"no step for {waited:.0f} s after step {self._last_step} (median step {median:.1f} s); "
             f"{self.describe_cluster()}",
-            "look for an HCCL timeout or a hung collective in the node logs (`verl-recipe diagnose RUN_DIR`); a "
-            "checkpoint save or validation that takes long also waits here",
+            "look at the rank named (a stopped process, a hung collective: `verl-recipe diagnose RUN_DIR` reads the "
+            "node logs); a validation that takes long also waits here, a checkpoint save gets HEALTH_SAVE_STALL_S",
         )
 
     # -- the rules
@@ -281,7 +339,7 @@ class Health:
             round(step_s, 2),
             f"HEALTH_STEP_TIME_RATIO={ratio:g} x {base:.2f} s (median of this run's steps after warm-up)",
             step,
-            f"step {step} took {step_s:.1f} s, {step_s / base:.1f}x this run's first steps ({base:.1f} s)",
+            f"step {step} took {step_s:.1f} s, {_times(step_s, base, 1)} this run's first steps ({base:.1f} s)",
             "a slower decode path (graph capture fell back, vllm-ascend#16049) or a slow node: compare "
             "timing_s/gen and timing_s/update_actor with the first steps in metrics.jsonl",
         )
@@ -295,8 +353,8 @@ class Health:
                 round(throughput, 2),
                 f"1/HEALTH_STEP_TIME_RATIO={1 / ratio:.2f} x {base_thr:.1f} tokens/s (this run's first steps)",
                 step,
-                f"{THROUGHPUT_KEY} {throughput:.1f} tokens/s at step {step}, {throughput / base_thr:.2f}x this run's "
-                f"first steps ({base_thr:.1f})",
+                f"{THROUGHPUT_KEY} {throughput:.1f} tokens/s at step {step}, {_times(throughput, base_thr, 2)} this "
+                f"run's first steps ({base_thr:.1f})",
                 "the same causes as a slow step; also longer responses than at the start (response_length/mean)",
             )
         return fired
@@ -308,7 +366,11 @@ class Health:
         self._rewards.append(found[1])
         if len(self._rewards) < REWARD_SMOOTHING:
             return []
-        mean = statistics.fmean(self._rewards[-REWARD_SMOOTHING:])
+        last = self._rewards[-REWARD_SMOOTHING:]
+        try:
+            mean = statistics.fmean(last)
+        except OverflowError:  # fmean's exact sum overflows on rewards near the float's limit: divided first
+            mean = sum(r / len(last) for r in last)
         self._best_reward = mean if self._best_reward is None else max(self._best_reward, mean)
         drop = self._best_reward - mean
         return self._fire(
@@ -324,9 +386,73 @@ class Health:
             "before the fall",
         )
 
+    def _phase_time(self, step: int, data: dict[str, Any]) -> list[Alert]:
+        """Each phase of the step against its own baseline (the median of its first samples after warm-up): slow
+        when above HEALTH_PHASE_FACTOR times it and PHASE_FLOOR_S more; fires on HEALTH_PHASE_K of the last
+        HEALTH_PHASE_N samples, clears below that."""
+        t = self.thresholds
+        fired: list[Alert] = []
+        for ph in PHASES:
+            found = _value(data, (ph.key,))
+            if found is None:
+                continue
+            series = self._phases.setdefault(ph.name, [])
+            needed = ph.warmup + t.phase_baseline
+            if len(series) < needed:
+                series.append(found[1])  # only the warm-up and the baseline are kept
+                continue
+            base = statistics.median(series[ph.warmup : needed])
+            value = found[1]
+            flags = self._slow.setdefault(ph.name, [])
+            flags.append(value > t.phase_factor * base and value - base > PHASE_FLOOR_S)
+            del flags[: -t.phase_n]
+            slow = sum(flags)
+            first = ph.warmup + 1
+            fired += self._fire(
+                f"{PHASE_TIME}:{ph.name}",
+                slow >= t.phase_k,
+                ph.key,
+                round(value, 2),
+                f"HEALTH_PHASE_FACTOR={t.phase_factor:g} x {base:.2f} s (median of its samples {first}-{needed}) in "
+                f"HEALTH_PHASE_K={t.phase_k} of HEALTH_PHASE_N={t.phase_n} steps",
+                step,
+                f"phase {ph.name} ({ph.what}, {ph.key}) took {value:.1f} s at step {step}, "
+                f"{_times(value, base, 1)} its baseline {base:.1f} s; slow in {slow} of the last {len(flags)} steps",
+                _PHASE_FIX.get(ph.name, _PHASE_FIX[""]),
+                rule=PHASE_TIME,
+            )
+        return fired
+
+    def _hosts(self) -> list[Alert]:
+        """Every host's own memory, from the samples its node service writes (cluster/hostsample.py)."""
+        if self.host_samples is None:
+            return []
+        now = self.clock()
+        if self._hosts_checked_at is not None and now - self._hosts_checked_at < HOSTS_EVERY_S:
+            return []
+        self._hosts_checked_at = now
+        limit = self.thresholds.host_mem_fraction
+        fired: list[Alert] = []
+        for sample in self.host_samples():
+            self._per_host = True
+            fired += self._fire(
+                f"{HOST_MEMORY}:{sample.host}",
+                sample.share >= limit,
+                f"host memory of {sample.host}",
+                round(sample.used_gb, 2),
+                f"HEALTH_HOST_MEM_FRACTION={limit:g} of {sample.total_gb:.0f} GB (Ray kills at {OOM_KILL_THRESHOLD:g})",
+                self._last_step,
+                f"host {sample.host}: memory in use {sample.used_gb:.1f} of {sample.total_gb:.0f} GB "
+                f"({sample.share:.0%})" + (f" after step {self._last_step}" if self._last_step is not None else ""),
+                HOST_MEMORY_FIX,
+                rule=HOST_MEMORY,
+            )
+        return fired
+
     def _host(self, step: int, data: dict[str, Any]) -> list[Alert]:
+        """verl's one figure (a worker's host), where no host's own sample has been read."""
         found = _value(data, HOST_MEM)
-        if found is None or not self.host_total_gb:
+        if found is None or not self.host_total_gb or self._per_host:
             return []
         key, used = found
         share = used / self.host_total_gb
@@ -339,8 +465,7 @@ class Health:
             f"HEALTH_HOST_MEM_FRACTION={limit:g} of {self.host_total_gb:.0f} GB (Ray kills at {OOM_KILL_THRESHOLD:g})",
             step,
             f"host memory {used:.1f} of {self.host_total_gb:.0f} GB ({share:.0%}) at step {step}",
-            "Ray's OOM killer takes the TaskRunner next (verl#3453, #1964): offload less to the CPU (optimizer/param "
-            "offload), lower the rollout batch, or use hosts with more RAM (HOST_MEM_GIB checks the plan)",
+            HOST_MEMORY_FIX,
         )
 
     # -- alerts
@@ -379,6 +504,11 @@ class Health:
         if self.run_dir is not None:
             text = json.dumps([asdict(a) for a in self.alerts], indent=2) + "\n"
             (self.run_dir / ALERTS_FILE).write_text(text)
+
+
+def _times(value: float, base: float, digits: int) -> str:
+    """value / base as "N.Nx"; a base of 0 (every early step took 0 s) has no ratio to divide by."""
+    return f"{value / base:.{digits}f}x" if base else "infinitely many times"
 
 
 def _lossy(key: str) -> bool:

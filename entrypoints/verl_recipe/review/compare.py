@@ -16,10 +16,13 @@ docs/compare.md describes it).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
+import os
+import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,15 +30,18 @@ from typing import Any
 
 from ..contracts import metrics as verl_metrics
 from ..contracts import runfiles
-from ..contracts.records import complete_records, finite_number, is_step, load_json, read_file
+from ..contracts.records import MAX_LINE_BYTES, finite_number, is_step, load_json, parse_record, read_file
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 from ..problems import error, one_line
-from .record import METRICS_FILE
+from ..run.record import METRICS_FILE
 
 BASELINE_FORMAT = "verl-recipe-baseline/1"
 MAX_STREAM_BYTES = 2**31  # ~400,000 steps of verl's ~5 KB lines; the steps after are left out (the window is early)
 MAX_FILE_BYTES = 64 * 2**20  # settings.json, a baseline file: a few KB as written
 WINDOW = (5, 14)  # the steps compared, both ends included: past the first steps' warm-up and graph capture
+# Steps kept besides the window's (~200 bytes each): a short run compares every step; a stream of millions of
+# steps keeps the window's and the first MAX_KEPT_STEPS others, and says how many it left out.
+MAX_KEPT_STEPS = 100_000
 
 # The defaults of the thresholds (each a flag of the command).
 MEMORY_RISE_GB = 1.0  # peak device memory: this run may use at most this much more (using less never fails)
@@ -44,6 +50,8 @@ STEP_TIME_RISE_PCT = 5.0  # timing_s/step: at most this much longer (shorter nev
 REWARD_SHIFT = 0.05  # critic/rewards/mean: at most this far, either way
 PROBS_DIFF_CHANGE_PCT = 5.0  # training/rollout_probs_diff_mean: at most this much, either way
 
+# What an exception no input should raise says (the fuzz tests fail on it): one line all the same.
+BUG = "fix: none in the run folder: this is a bug in verl-recipe, report it with the run folder"
 BAD_RUN_FIX = "fix: give a run folder (LOG_DIR/<project>/<experiment>/runs/<stamp>) that holds metrics.jsonl"
 BAD_BASELINE_FIX = "fix: give a run folder or a file written by `verl-recipe compare RUN --save-baseline FILE`"
 
@@ -83,6 +91,10 @@ def checks(
     ]
 
 
+# Every metric name a check reads: a step keeps only these of verl's ~150 (a million steps stay small).
+COMPARED = tuple(dict.fromkeys(key for check in checks() for key in check.keys))
+
+
 def _finite(value: Any) -> float | None:
     return finite_number(value)  # None for null (orjson's NaN), NaN, inf, an int beyond a float, or not a number
 
@@ -92,21 +104,55 @@ def _shown(text: str) -> str:
     return one_line(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
-def read_stream(path: Path) -> dict[int, dict[str, float]]:
-    """Each step's finite numbers from verl's metric stream; a half-written last line is left out, and a step
-    written twice keeps its last line. Lines are read as metricstream.parse_record reads them (lines that are no
-    record are left out), at most MAX_STREAM_BYTES."""
+def read_stream(path: Path, window: tuple[int, int] = WINDOW) -> tuple[dict[int, dict[str, float]], int]:
+    """Each step's finite numbers of the metrics compare checks (COMPARED), and how many steps were left out; a
+    half-written last line is left out, and a step written twice keeps its last line. Lines are read as
+    metricstream.parse_record reads them (lines that are no record are left out), at most MAX_STREAM_BYTES, in
+    pieces: a line longer than MAX_LINE_BYTES (no verl step is) is skipped without being held. The steps of
+    `window` are always kept, others up to MAX_KEPT_STEPS in all: memory stays bounded whatever the file holds."""
+    steps: dict[int, dict[str, float]] = {}
+    left_out = 0
+    lo, hi = window
     try:
-        raw = read_file(path, MAX_STREAM_BYTES)
+        for line in stream_lines(path, MAX_STREAM_BYTES):
+            rec = parse_record(line)
+            if rec is None:
+                continue
+            step = rec["step"]
+            if len(steps) >= MAX_KEPT_STEPS and not lo <= step <= hi and step not in steps:
+                left_out += 1
+                continue
+            data = rec["data"]
+            steps[step] = {k: v for k in COMPARED if (v := _finite(data.get(k))) is not None}
     except OSError as exc:
         raise CompareError(f"{path}: cannot be read ({exc.strerror}); {BAD_RUN_FIX}") from exc
-    records, _partial = complete_records(raw)
-    steps: dict[int, dict[str, float]] = {}
-    for rec in records:
-        steps[rec["step"]] = {k: v for k, v in ((k, _finite(v)) for k, v in rec["data"].items()) if v is not None}
     if not steps:
         raise CompareError(f"{path}: no step written yet (verl writes one line per finished step); {BAD_RUN_FIX}")
-    return steps
+    return steps, left_out
+
+
+def stream_lines(path: Path, limit: int, chunk: int = 4 * 2**20) -> Iterator[bytes]:
+    """The whole lines ("\\n"-ended) of a regular file's first `limit` bytes, each at most MAX_LINE_BYTES long
+    (longer ones are skipped to their end). Raises OSError for a folder, a fifo (opened without waiting) or a
+    file that cannot be read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        rest, overlong, left = b"", False, limit
+        while left > 0 and (piece := os.read(fd, min(chunk, left))):
+            left -= len(piece)
+            if overlong:
+                end = piece.find(b"\n")
+                if end == -1:
+                    continue
+                piece, overlong = piece[end + 1 :], False
+            *lines, rest = (rest + piece).split(b"\n")
+            yield from (line for line in lines if len(line) <= MAX_LINE_BYTES)
+            if len(rest) > MAX_LINE_BYTES:
+                rest, overlong = b"", True
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -118,6 +164,7 @@ class Side:
     steps: dict[int, dict[str, float]] | None  # None for a baseline file: only its figures are known
     saved: dict[str, float]  # a baseline file's figures, by verl name
     saved_steps: list[int]
+    left_out: int = 0  # lines of steps outside the window beyond MAX_KEPT_STEPS, not read into the comparison
 
 
 def _recipe_of(run_dir: Path) -> str | None:
@@ -129,7 +176,7 @@ def _recipe_of(run_dir: Path) -> str | None:
     return _shown(recipe) if isinstance(recipe, str) else None
 
 
-def load_run(raw: str) -> Side:
+def load_run(raw: str, window: tuple[int, int] = WINDOW) -> Side:
     path = Path(raw)
     if not raw or not path.is_dir():
         raise CompareError(f"{raw or repr(raw)} is not a folder; {BAD_RUN_FIX}")
@@ -139,13 +186,14 @@ def load_run(raw: str) -> Side:
             f"{path} has no {METRICS_FILE} (runs launched before verl-recipe recorded verl's metrics have none); "
             f"{BAD_RUN_FIX}"
         )
-    return Side(str(path), _recipe_of(path), read_stream(stream), {}, [])
+    steps, left_out = read_stream(stream, window)
+    return Side(str(path), _recipe_of(path), steps, {}, [], left_out)
 
 
-def load_baseline(raw: str) -> Side:
+def load_baseline(raw: str, window: tuple[int, int] = WINDOW) -> Side:
     path = Path(raw)
     if raw and path.is_dir():
-        return load_run(raw)
+        return load_run(raw, window)
     try:
         text = read_file(path, MAX_FILE_BYTES + 1) if raw else b"null"
     except OSError as exc:
@@ -404,8 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns.max_probs_diff_change,
     )
     try:
-        run = load_run(ns.run)
-        base = load_baseline(ns.baseline) if ns.baseline is not None else None
+        run = load_run(ns.run, ns.steps)
+        base = load_baseline(ns.baseline, ns.steps) if ns.baseline is not None else None
         target = Path(ns.save_baseline) if ns.save_baseline is not None else None
         if target is not None and (
             not ns.save_baseline
@@ -430,6 +478,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CompareError as exc:
         error(f"compare: {exc}")
         return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - no input should get here (the fuzz tests look): one line still
+        error(f"compare: {ns.run}: {type(exc).__name__} while comparing; {BUG}")
+        return EXIT_BAD_INPUT
+    for side in (run, base):
+        if side is not None and side.left_out:
+            lo, hi = ns.steps
+            print(
+                f"note: {side.name}: {side.left_out} lines of steps outside {lo}-{hi} left out (more than "
+                f"{MAX_KEPT_STEPS} steps in its {METRICS_FILE})"
+            )
     if target is not None:
         recipe = run.recipe or "recipe unknown"
         print(f"saved: {target} ({recipe}, steps {_span(doc['steps'])}, {len(doc['metrics'])} metrics)")

@@ -1,0 +1,332 @@
+"""Which host and rank failed first: every error line of every log as an event with its time, host and rank, ordered.
+
+Where each part comes from:
+- Time: the line's own stamp (Python logging and Ray "2024-08-25 19:21:02,241", CANN plogs "2025-04-08-18:07:20.444",
+  vLLM "ERROR 06-09 06:57:48", torch's glog "[E324 13:00:25.428]"), else the last stamp above it in the same file
+  (a log is written in order; a traceback's lines carry none). Stamps without a year take the latest year seen in
+  the run. Hosts are assumed to keep their clocks in sync (preflight row time_sync) and to log in one zone.
+- Host: a node log's own host (nodes/<host>.log or nodes/<host>/...); in train.log, Ray's prefix "(Actor pid=N,
+  ip=X)" or "(raylet, ip=X)" mapped to a host; a line without one came from the head (Ray leaves the ip out for the
+  driver's own node). A Ray death reason names the dead worker's own address ("ip: X", "Worker IP address: X",
+  "IP: X"): the event is that host's. Addresses become host names through the run record: settings.json (the head's
+  host and its Ray address, and "nodes" where a record holds them), lost_nodes.json, and each node log's "Local node
+  IP: X" line (`ray start` prints it).
+- Rank: "[rank3]:" (torch), "RankID:3" (torch_npu), a WorkerDict actor's name "WorkerDict_0:3"; the die: "Device:5",
+  "(NPU 5;".
+- HCCL's heartbeat (CANN HCCL guide, "cluster heartbeat": "[HeartbeatAbnormal]local rank [IP/ID]: crimer rank
+  [IP/ID] status[LOST|STUCK|ERROR CQE] by informer rank [IP/ID]", and the ERROR line "Cluster Exception
+  Location[IP/ID]:[IP/ID] ... ExceptionType:[...]") names the failed rank outright: the crimer is the first failure,
+  ahead of any ordering by time.
+
+The first failure is the crimer of a heartbeat line if there is one; else the earliest event that is a cause (not a
+timeout or a broken link: those wait on another rank); else the earliest event. The first event of every other host
+and rank is a consequence, in time order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePath
+from typing import Any
+
+from ..contracts import runfiles
+from ..contracts.records import load_json, read_file
+
+MAX_RECORD_BYTES = 4 * 2**20  # settings.json and lost_nodes.json are a few KB
+STAMP_LOOKBACK = 200  # lines searched above an event for a time stamp
+MAX_CONSEQUENCES = 32
+
+_FULL = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T-](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_VLLM = re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+_GLOG = re.compile(r"\[[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_IPV4 = r"(\d{1,3}(?:\.\d{1,3}){3})"
+# Ray's prefix of a forwarded line: "(WorkerDict pid=123, ip=10.0.0.2)", "(raylet, ip=10.0.0.2)".
+_PREFIX_IP = re.compile(r"^\(\s*[^)]*?\bip=" + _IPV4 + r"[^)]*\)")
+# A Ray death reason's own address of the dead worker or node.
+_DEAD_IP = (
+    re.compile(r"^\s*ip:\s*\[?" + _IPV4),  # ActorDiedError's field list
+    re.compile(r"Worker IP address:\s*" + _IPV4),
+    re.compile(r"\(IP:\s*" + _IPV4),  # the memory monitor: "Memory on the node (IP: 10.20.49.141, ID: ...)"
+    re.compile(r"\bIP:\s*" + _IPV4 + r"\)"),  # the raylet's OOM summary: "at node (ID: ..., IP: 172.31.105.218)"
+    re.compile(r"and (?:address|ip):\s*" + _IPV4),  # a node marked dead
+)
+_RANK = (re.compile(r"\[rank(\d+)\]"), re.compile(r"RankID:(\d+)"), re.compile(r"WorkerDict_\d+:(\d+)"))
+_DEVICE = (re.compile(r"\bDevice:(\d+)"), re.compile(r"\(NPU (\d+);"))
+_LOCAL_IP = re.compile(r"Local node IP:\s*" + _IPV4)
+# HCCL's heartbeat lines: an [IP/ID] is "10.0.0.2/3" (the rank's host address and its rank id).
+HEARTBEAT = re.compile(
+    r"\[HeartbeatAbnormal\]\s*local rank\s*\[([^\]]*)\]\s*[:：]\s*crimer rank\s*\[([^\]]*)\]\s*"
+    r"status\s*\[([^\]]*)\]\s*by informer rank\s*\[([^\]]*)\]"
+)
+CLUSTER_EXCEPTION = re.compile(
+    r"Cluster Exception Location\[IP/ID\]:\s*\[([^\]]*)\](?:.*?ExceptionType:\s*\[([^\]]*)\])?"
+)
+# The guide's priority of heartbeat events: a network fault explains a stuck or lost peer, a stuck one a lost one.
+HEARTBEAT_PRIORITY = {"ERROR CQE": 0, "Error cqe Occurred": 0, "STUCK": 1, "Stuck Occurred": 1}
+CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One error line: what it is (a signature's or a general rule's id), where, when, on which host and rank."""
+
+    id: str
+    title: str
+    family: str
+    confidence: str
+    symptom: bool
+    file: str
+    line: int
+    excerpt: str
+    time: datetime | None
+    host: str | None
+    rank: str | None
+    device: str | None
+    order: int  # the table's position: causes before symptoms where times tie
+    seq: int  # reading order
+    crimer: tuple[str | None, str | None] | None = None  # a heartbeat line's failed (host, rank)
+    crimer_status: str = ""
+    cause: str = ""  # a general rule's cause (a signature's is in its row)
+    basis: str = ""  # which general rule put it in its family
+
+    def where(self) -> str:
+        parts = [self.host or "an unknown host"]
+        if self.rank is not None:
+            parts.append(f"rank {self.rank}")
+        if self.device is not None:
+            parts.append(f"die {self.device}")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "family": self.family,
+            "confidence": self.confidence,
+            "host": self.host,
+            "rank": self.rank,
+            "device": self.device,
+            "time": self.time.isoformat(sep=" ") if self.time else None,
+            "file": self.file,
+            "line": self.line,
+            "excerpt": self.excerpt,
+        }
+
+
+def stamp(line: str, year: int) -> datetime | None:
+    """The time a line carries, or None. Stamps without a year get `year`."""
+    try:
+        m = _FULL.search(line)
+        if m:
+            y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+            frac = int((m.group(7) or "0").ljust(6, "0")[:6])
+            return datetime(y, mo, d, h, mi, s, frac)
+        m = _VLLM.search(line)
+        if m:
+            mo, d, h, mi, s = (int(g) for g in m.groups())
+            return datetime(year, mo, d, h, mi, s)
+        m = _GLOG.search(line)
+        if m:
+            mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
+            frac = int((m.group(6) or "0").ljust(6, "0")[:6])
+            return datetime(year, mo, d, h, mi, s, frac)
+    except ValueError:  # a month 13 in a line that only looks like a stamp
+        return None
+    return None
+
+
+def time_above(lines: Sequence[str], i: int, year: int) -> datetime | None:
+    """The stamp of lines[i], else of the nearest line above it (within STAMP_LOOKBACK)."""
+    for j in range(i, max(-1, i - STAMP_LOOKBACK), -1):
+        t = stamp(lines[j], year)
+        if t is not None:
+            return t
+    return None
+
+
+def year_of(texts: Iterable[Sequence[str]]) -> int:
+    """The latest year of any full stamp in the first and last lines of the logs (for stamps without one)."""
+    best = 1970
+    for lines in texts:
+        for line in list(lines[:50]) + list(lines[-50:]):
+            m = _FULL.search(line)
+            if m and 1970 < int(m.group(1)) < 10000:
+                best = max(best, int(m.group(1)))
+    return best
+
+
+def _read_record(path: Path) -> Any:
+    try:
+        return load_json(read_file(path, MAX_RECORD_BYTES))
+    except (OSError, ValueError):
+        return None  # a record that is absent or damaged names no host: the logs still do
+
+
+def _host_ip_pairs(doc: Any) -> Iterable[tuple[str, str]]:
+    """(host, ip) of every entry of a list of {"host"|"name", "ip"} objects."""
+    if not isinstance(doc, list):
+        return
+    for item in doc[:4096]:
+        if isinstance(item, dict):
+            host, ip = item.get("host") or item.get("name"), item.get("ip")
+            if isinstance(host, str) and isinstance(ip, str) and host and ip:
+                yield host, ip
+
+
+@dataclass
+class Hosts:
+    """Addresses to host names, and the head's host (train.log's lines without a Ray address)."""
+
+    by_ip: dict[str, str]
+    head: str | None = None
+
+    def name(self, ip: str | None) -> str | None:
+        if ip is None:
+            return None
+        return self.by_ip.get(ip, ip)  # an address the record does not know is still a place
+
+
+def hosts_of(run_dirs: Sequence[Path], node_logs: Mapping[str, Sequence[str]]) -> Hosts:
+    """The run record's hosts: settings.json, lost_nodes.json, and each node log's "Local node IP" line."""
+    hosts = Hosts({})
+    for run_dir in run_dirs:
+        settings = _read_record(run_dir / runfiles.SETTINGS)
+        if isinstance(settings, dict):
+            head = settings.get("host")
+            if isinstance(head, str) and head:
+                hosts.head = head
+                cluster = settings.get("cluster")
+                if isinstance(cluster, str) and re.fullmatch(_IPV4 + r"(?::\d+)?", cluster):
+                    hosts.by_ip.setdefault(cluster.split(":")[0], head)
+            for key in ("nodes", "members"):
+                for host, ip in _host_ip_pairs(settings.get(key)):
+                    hosts.by_ip.setdefault(ip, host)
+        for host, ip in _host_ip_pairs(_read_record(run_dir / runfiles.LOST_NODES)):
+            hosts.by_ip.setdefault(ip, host)
+    for host, lines in node_logs.items():
+        for line in lines[:400]:  # `ray start` prints its address near the top of the node's log
+            m = _LOCAL_IP.search(line)
+            if m:
+                hosts.by_ip.setdefault(m.group(1), host)
+                break
+    return hosts
+
+
+def node_of(name: str) -> str | None:
+    """The host a node log belongs to: nodes/<host>.log, or anything under nodes/<host>/."""
+    parts = PurePath(name.removesuffix(" (tail)")).parts
+    for k in range(len(parts) - 1, -1, -1):
+        if parts[k] == runfiles.NODES and k + 1 < len(parts):
+            nxt = parts[k + 1]
+            return nxt.rsplit(".", 1)[0] if k + 2 == len(parts) else nxt
+    return None
+
+
+def rank_of(line: str) -> str | None:
+    for rx in _RANK:
+        m = rx.search(line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def device_of(line: str) -> str | None:
+    for rx in _DEVICE:
+        m = rx.search(line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def line_host(line: str, file_host: str | None, hosts: Hosts, is_driver_log: bool) -> str | None:
+    """The host a line came from: its Ray prefix's address, else its file's host, else the head for train.log."""
+    m = _PREFIX_IP.match(line)
+    if m:
+        return hosts.name(m.group(1))
+    if file_host is not None:
+        return file_host
+    return hosts.head if is_driver_log else None
+
+
+def dead_worker(lines: Sequence[str], i: int, hosts: Hosts) -> tuple[str | None, str | None]:
+    """(host, rank) of the worker a Ray death reason at lines[i] names: its own address and actor name nearby."""
+    host = rank = None
+    for j in range(max(0, i - 8), min(len(lines), i + 12)):
+        text = lines[j]
+        if host is None:
+            for rx in _DEAD_IP:
+                m = rx.search(text)
+                if m:
+                    host = hosts.name(m.group(1))
+                    break
+        if rank is None and "WorkerDict_" in text and "name:" in text:
+            rank = rank_of(text)
+    return host, rank
+
+
+def _ip_id(text: str, hosts: Hosts) -> tuple[str | None, str | None]:
+    ip, _, rank = text.strip().partition("/")
+    return hosts.name(ip.strip() or None), (rank.strip() or None)
+
+
+def heartbeat_crimer(line: str, hosts: Hosts) -> tuple[tuple[str | None, str | None], str] | None:
+    """((host, rank), status) of the rank a heartbeat line names as failed."""
+    m = HEARTBEAT.search(line)
+    if m:
+        return _ip_id(m.group(2), hosts), m.group(3).strip()
+    m = CLUSTER_EXCEPTION.search(line)
+    if m:
+        return _ip_id(m.group(1), hosts), (m.group(2) or "").strip()
+    return None
+
+
+def _sort_key(e: Event) -> tuple[Any, ...]:
+    return (e.time is None, e.time or datetime.min, CONFIDENCE_ORDER.get(e.confidence, 3), e.order, e.seq)
+
+
+@dataclass(frozen=True)
+class Ordering:
+    first: Event | None
+    consequences: tuple[Event, ...]
+    why: str  # how the first failure was chosen, one line
+
+
+def order(events: Sequence[Event]) -> Ordering:
+    """The first failure and the first event of every other host and rank (module docstring)."""
+    if not events:
+        return Ordering(None, (), "no error line found")
+    ranked = sorted(events, key=_sort_key)
+    beats = [e for e in events if e.crimer is not None]
+    first: Event | None = None
+    why = ""
+    if beats:
+        beat = min(beats, key=lambda e: (HEARTBEAT_PRIORITY.get(e.crimer_status, 2), _sort_key(e)))
+        host, rank = beat.crimer or (None, None)
+        own = [e for e in ranked if e.host == host and host is not None and not e.symptom and e.crimer is None]
+        if own and (rank is None or own[0].rank in (None, rank)):
+            first = own[0]
+        else:
+            first = Event(**{**beat.__dict__, "host": host, "rank": rank, "device": None, "crimer": None})
+        why = f"HCCL's heartbeat names {first.where()} ({beat.crimer_status or 'failed'}) as the rank that failed"
+    else:
+        causes = [e for e in ranked if not e.symptom]
+        if causes:
+            first = causes[0]
+            why = "the earliest error that is not a timeout or a broken link"
+        else:
+            first = ranked[0]
+            why = "only timeouts and broken links were found: the rank they waited on may have hung without an error"
+    seen = {(first.host, first.rank)}
+    rest: list[Event] = []
+    for e in ranked:
+        key = (e.host, e.rank)
+        if key in seen or e.crimer is not None:
+            continue
+        seen.add(key)
+        rest.append(e)
+        if len(rest) >= MAX_CONSEQUENCES:
+            break
+    return Ordering(first, tuple(rest), why)
