@@ -28,7 +28,8 @@ FLAGS = (
 )
 
 # Appended to a copy of the page, after the page's own script: measures what is drawn and writes it into the DOM,
-# then clicks the first failing die so the details panel is in the dump too.
+# then clicks the first failing die so the details panel is in the dump too. A test's own measuring lines (with
+# `out`, `rect` and `bg` in scope) go where /*EXTRA*/ is, before that click.
 MEASURE_JS = r"""
 <script>
 (function(){
@@ -54,6 +55,7 @@ MEASURE_JS = r"""
     function(e){ return {text: e.textContent.slice(0, 40), cls: e.className,
                          px: parseFloat(getComputedStyle(e).fontSize), sw: e.scrollWidth, cw: e.clientWidth,
                          vis: e.getClientRects().length > 0}; });
+  /*EXTRA*/
   var bad = document.querySelector('#dies .cell[data-status=fail]');
   if (bad) {
     bad.click();
@@ -83,12 +85,13 @@ def _run(binary: str, profile: Path, args: list[str], timeout: int = 120) -> sub
     return proc
 
 
-def measure(binary: str, page: Path, work: Path, width: int, height: int) -> dict[str, Any]:
-    """Load a copy of the page with MEASURE_JS from a file:// URL; return what the script measured."""
+def measure(binary: str, page: Path, work: Path, width: int, height: int, extra: str = "") -> dict[str, Any]:
+    """Load a copy of the page with MEASURE_JS (and `extra` lines in it) from a file:// URL; return what the script
+    measured."""
     text = page.read_text(encoding="utf-8")
     assert text.count("</body>") == 1
     probe = work / f"{page.stem}-measure-{width}.html"
-    probe.write_text(text.replace("</body>", MEASURE_JS + "</body>"), encoding="utf-8")
+    probe.write_text(text.replace("</body>", MEASURE_JS.replace("/*EXTRA*/", extra) + "</body>"), encoding="utf-8")
     proc = _run(binary, work / f"profile-m{width}", [f"--window-size={width},{height}", "--dump-dom", probe.as_uri()])
     m = re.search(r'<pre id="measure">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"the measuring script did not run; DOM tail: {proc.stdout[-1500:]}"

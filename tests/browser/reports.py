@@ -1,10 +1,14 @@
 """Synthetic preflight and rehearsal reports for the readiness page, built with the project's own code.
 
-The preflight rows come from the preflight module's `check()` and the report plugin's `summarize()` (which also
-attributes lost pings), and the `meta` block from the plugin's `report_meta()`, so the rows have exactly the shape
-a real `deploy.yml --tags preflight` writes. Each host's module result is what a simulated or real host answers,
-with the injected faults applied; a faulty target die or an unreachable host also makes its ring sender lose
-pings, as on a real cluster.
+The preflight rows come from the preflight module's `check()` and `ping_check()` and the report plugin's
+`summarize()` (which also attributes lost pings), the ping plan from the action plugin's `ping_plan()`, and the `meta`
+block from the report plugin's `report_meta()`, so the report has exactly the shape a real `deploy.yml --tags
+preflight` writes. Each host's module result is what a simulated or real host answers, with the injected faults
+applied; a faulty target die or an unreachable host also makes the die that the plan points at it lose its ping, as
+on a real cluster.
+
+The rehearsal's all-to-all figures come from the rehearsal's own `alltoall_patterns()` (the 397B recipe's layout)
+and `alltoall_summary()`, fed per-rank timings as `AllReduceRank.run` returns them.
 """
 
 from __future__ import annotations
@@ -14,13 +18,32 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from verl_recipe.rehearse import NodeReport
+from verl_recipe.recipes import load_recipe
+from verl_recipe.rehearse import NodeReport, alltoall_patterns, alltoall_summary, project_groups
 
 from simkit.paths import ANSIBLE_DIR
 from tests.ansible.helpers import load_plugin, preflight_module
 
+
+def _module_utils_path() -> None:
+    """The preflight module's parts import `ansible.module_utils.*` from ansible/module_utils, as tests/conftest.py
+    arranges under pytest; `python -m tests.browser.screenshot` runs without it."""
+    import ansible.module_utils
+
+    folder = str(ANSIBLE_DIR / "module_utils")
+    if folder not in ansible.module_utils.__path__:
+        ansible.module_utils.__path__.append(folder)
+
+
+_module_utils_path()
 pre = preflight_module()
+act = load_plugin("roles/preflight/action_plugins/a3_preflight.py")
 rep = load_plugin("roles/preflight/action_plugins/a3_preflight_report.py")
+
+# The ping plan's rotation, pinned so the tests and the picture stay the same (a real run's `auto` is the day number).
+ROTATION = 3
+# The layout whose expert-parallel all-to-alls the synthetic rehearsal times: the 16-host recipe's.
+LAYOUT = "qwen3.5-397b"
 
 # check name and what the module finds on a die with that fault
 DIE_FAULTS = {
@@ -46,8 +69,36 @@ def npu_ips(names: list[str], dies: int) -> dict[str, list[str]]:
     return {h: [f"10.{20 + d}.0.{i + 11}" for d in range(dies)] for i, h in enumerate(names)}
 
 
-def module_result(host: str, peer: str | None, ips: dict[str, list[str]], dies: int, faults: list[Fault]) -> dict:
-    """What the preflight action returns for one host, with its faults applied."""
+class _Pinger:
+    """The host as the module's `ping_check` queries it: `hccn_tool -i DIE -ping -g address ADDR` answers with the
+    loss a real tool prints. A ping is lost when its target host is unreachable or its target die has a fault that
+    stops traffic, or when the sender die has a `ping` fault (a route)."""
+
+    TARGET = ("health", "link", "net", "ip")
+
+    def __init__(self, host: str, plan: list[dict[str, Any]], faults: list[Fault]) -> None:
+        self.lost: set[int] = set()
+        for item in plan:
+            peer, peer_die, die = item["peer"], item["peer_die"], item["die"]
+            if any(
+                (f.host == peer and (f.kind == "unreachable" or (f.kind in self.TARGET and f.die == peer_die)))
+                or (f.host == host and f.kind == "ping" and f.die == die)
+                for f in faults
+            ):
+                self.lost.add(die)
+
+    def query(self, argv: list[str]) -> tuple[int, str]:
+        die = int(argv[argv.index("-i") + 1])
+        received = 0 if die in self.lost else 3
+        loss = 100.0 * (3 - received) / 3
+        return 0, f"3 packets transmitted, {received} received, {loss:.2f}% packet loss\n"
+
+
+def module_result(
+    host: str, plan: list[dict[str, Any]], ips: dict[str, list[str]], dies: int, faults: list[Fault]
+) -> dict:
+    """What the preflight action returns for one host, with its faults applied: the module's checks, and the ping
+    plan and rotation the action plugin adds."""
     mine = [f for f in faults if f.host == host]
     if any(f.kind == "unreachable" for f in mine):
         return {
@@ -96,28 +147,7 @@ def module_result(host: str, peer: str | None, ips: dict[str, list[str]], dies: 
             entries=ip_bad,
         )
     )
-    if peer:
-        target_broken = {
-            f.die if f.die is not None else d
-            for f in faults
-            if f.host == peer and f.kind in ("health", "link", "net", "ip", "unreachable")
-            for d in range(dies)
-        }
-        lost = sorted(target_broken | {f.die for f in mine if f.kind == "ping" and f.die is not None})
-        loss = {d: f"100.00% loss to {ips[peer][d]}" for d in lost}
-        checks.append(
-            c(
-                "npu_ping",
-                not loss,
-                "; ".join(f"die {d}: {t}" for d, t in loss.items()) or f"{dies} dies OK",
-                "0% loss to the next host's same die",
-                "check the NPU network route",
-                dies=lost,
-                peers=[peer] if lost else [],
-                entries=loss,
-                addresses={d: ips[peer][d] for d in range(dies)},
-            )
-        )
+    checks.append(pre.ping_check({"ping_plan": plan}, _Pinger(host, plan, faults), "hccn_tool", {}))
     checks += [
         c("container_runtime", True, "docker 27.5.1", "docker engine running", ""),
         c("compose_plugin", True, "compose 2.32.4", "Compose v2 plugin", ""),
@@ -144,16 +174,16 @@ def module_result(host: str, peer: str | None, ips: dict[str, list[str]], dies: 
             "run chrony or ntpd on every host and the control node",
         )
     )
-    return {"checks": checks, "ping_peer": peer, "changed": False}
+    return {"checks": checks, "ping_rotation": ROTATION, "ping_plan": plan, "changed": False}
 
 
 def preflight_report(n_hosts: int = 16, dies: int = 16, faults: tuple[Fault, ...] = (), simulated: bool = True) -> dict:
     names = hosts(n_hosts)
     ips = npu_ips(names, dies)
     results = {}
-    for i, h in enumerate(names):
-        peer = names[(i + 1) % n_hosts] if n_hosts > 1 else None
-        results[h] = module_result(h, peer, ips, dies, list(faults))
+    for h in names:
+        plan = act.ping_plan(names, h, dies, ROTATION, ips)  # the hosts in rank order, the NPU addresses (roce)
+        results[h] = module_result(h, plan, ips, dies, list(faults))
     summary: dict[str, Any] = rep.summarize(names, results, ips)
     task_vars = {
         "hostvars": {h: {"a3_node_rank": i} for i, h in enumerate(names)},
@@ -165,9 +195,12 @@ def preflight_report(n_hosts: int = 16, dies: int = 16, faults: tuple[Fault, ...
 
 
 def rehearsal_report(n_hosts: int = 16, dies: int = 16, slow: str | None = None, broken: str | None = None) -> dict:
-    """A rehearsal report as rehearse.write_report writes it: NodeReport rows, a summary with the placement."""
+    """A rehearsal report as rehearse.write_report writes it: NodeReport rows, a summary with the placement and the
+    all-to-all of the layout's expert-parallel groups (none where the layout does not fit n_hosts x dies)."""
     names = hosts(n_hosts)
-    nodes, placement = [], []
+    placement: list[dict[str, Any]] = []
+    reports: dict[str, NodeReport] = {}
+    actor_ip: list[str] = []
     for i, h in enumerate(names):
         ip = f"172.30.0.{i + 11}"
         ms = 41.5 + 0.37 * (i % 5) + (55.0 if h == slow else 0.0)
@@ -176,7 +209,8 @@ def rehearsal_report(n_hosts: int = 16, dies: int = 16, slow: str | None = None,
         r.busbw_gbps = round(r.algbw_gbps * 2 * (n_hosts * dies - 1) / (n_hosts * dies), 4)
         if h == broken:
             r.problems = ["bundle 5: /mnt/shared/ckpt not writable"]
-        nodes.append(asdict(r))
+        reports[ip] = r
+        actor_ip += [ip] * dies  # a rank per die, rank r on node r // dies
         placement.append(
             {
                 "group": i,
@@ -185,7 +219,7 @@ def rehearsal_report(n_hosts: int = 16, dies: int = 16, slow: str | None = None,
                 "bundles": [{"bundle": b, "ip": ip, "npu": [str(b)]} for b in range(dies)],
             }
         )
-    summary = {
+    summary: dict[str, Any] = {
         "nnodes": n_hosts,
         "dies_per_node": dies,
         "device": "npu",
@@ -199,9 +233,43 @@ def rehearsal_report(n_hosts: int = 16, dies: int = 16, slow: str | None = None,
         "total_s": 22.5,
         "placement": placement,
     }
+    patterns = alltoall_patterns(load_recipe(LAYOUT).settings, n_hosts * dies)
+    if patterns:
+        for pat in patterns:
+            pat["rehearsed"] = project_groups(pat["groups"], dies, dies)
+        slow_node = names.index(slow) if slow in names else None
+        results = [_alltoall_rank(rank, patterns, dies, slow_node) for rank in range(n_hosts * dies)]
+        summary["alltoall"] = alltoall_summary(patterns, results, actor_ip, reports)
+    nodes = [asdict(r) for r in reports.values()]
     from verl_recipe.pages.readiness import report_meta
 
     return {"summary": summary, "nodes": nodes, "meta": report_meta("rehearsal", simulated=True)}
+
+
+def _alltoall_rank(rank: int, patterns: list[dict[str, Any]], dies: int, slow_node: int | None) -> dict[str, Any]:
+    """What one rank's `AllReduceRank.run` returns of the all-to-all: per pattern its group's median time, bytes and
+    the time of each pair round. A group with the slow node waits for it (2.2x; the slow node's own ranks 2.6x); a
+    pair with the slow node takes 2.5x; pairs inside a node (HCCS) are quick."""
+    node = rank // dies
+    out: list[dict[str, Any] | None] = []
+    for k, pat in enumerate(patterns):
+        group = next((g for g in pat["rehearsed"] if rank in g), None)
+        if group is None:
+            out.append(None)
+            continue
+        n = len(group)
+        spans_slow = slow_node is not None and any(r // dies == slow_node for r in group)
+        factor = 2.6 if node == slow_node else (2.2 if spans_slow else 1.0)
+        seconds = (0.021 + 0.014 * k) * (1 + 0.01 * (node % 4)) * factor
+        pairs = {}
+        for peer in group:
+            if peer == rank:
+                continue
+            t = 0.0004 if peer // dies == node else 0.0011 + 0.00002 * ((rank + peer) % 7)
+            pairs[peer] = t * (2.5 if slow_node in (node, peer // dies) and peer // dies != node else 1.0)
+        chunk = 8_000_000 // n  # 32 MB of floats, numel // n to each member
+        out.append({"group": 0, "n": n, "bytes": chunk * n * 4, "seconds": seconds, "pairs": pairs, "correct": True})
+    return {"rank": rank, "ip": "", "seconds": 0.04, "correct": True, "alltoall": out}
 
 
 # The faults drawn in the README screenshot and checked by the browser test.

@@ -1,7 +1,8 @@
 """Regenerate README's picture of the readiness page: `make readiness-screenshot` (docs/img/readiness.png).
 
-A 16-host, 16-die report with the faults of reports.FAULTY_16 and a rehearsal with one slow and one broken node,
-rendered by verl_recipe.pages.readiness and photographed by headless Chromium."""
+A 16-host, 16-die report with the faults of reports.FAULTY_16, pinging on the preflight's own plan, and a rehearsal
+of the 397B layout with one slow and one broken node (all-reduce and all-to-all), rendered by
+verl_recipe.pages.readiness and photographed by headless Chromium."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from verl_recipe.pages.readiness import write_page
 from tests.browser import chromium
 from tests.browser.reports import FAULTY_16, preflight_report, rehearsal_report, write
 
-WIDTH, HEIGHT = 1100, 1560  # the header, the die grid, the pair matrix and the host badges
+# The header, the die grid, the pair matrix with the ping plan, the host badges and the rehearsal down to its
+# all-to-all table (the placement groups and the problem list below it are left out).
+WIDTH, HEIGHT = 1100, 2762
 
 
 def main(argv: list[str]) -> int:

@@ -56,3 +56,35 @@ def test_run_page_loads_offline_with_plots_and_marks(chromium_bin: str, tmp_path
     assert {"step-time", "throughput", "reward", "response-length", "memory"} <= set(by_id)
     for p in by_id.values():
         assert p["pts"] == 6 and p["marks"] == 1 and p["w"] > 300 and p["h"] > 100, p
+
+
+def test_runpage_screenshot_photographs_a_copy_and_never_writes_into_the_run(
+    chromium_bin: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m tests.browser.runpage_screenshot RUN_DIR OUT.png`: the page drawn as `verl-recipe report RUN_DIR`
+    draws it (naming RUN_DIR), into a copy; the run folder keeps exactly its files; the picture is the page's
+    height at 1280 pixels."""
+    from tests.browser import runpage_screenshot as shot
+
+    d = make_run(tmp_path / "runs" / "20261202-100000", outcome={"exit_code": 0, "ended_utc": "e", "lost_nodes": []})
+    (d / "alerts.json").write_text(json.dumps([{"rule": "r", "metric": "timing_s/step", "value": 5.0, "step": 3}]))
+    (d / "train.log").write_text("step 1\n")
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.iterdir()}
+    work = tmp_path / "work"
+    page = shot.draw(d, work)
+    text = page.read_text()
+    assert page.parent.parent == work and page.name == "run.html"
+    assert html.escape(str(d)) in text and str(work) not in text and 'id="step-time"' in text
+    assert sorted(p.name for p in page.parent.iterdir()) == ["alerts.json", "metrics.jsonl", "outcome.json",
+                                                             "run.html", "settings.json"]  # fmt: skip
+    out = tmp_path / "img" / "run-page.png"
+    assert shot.main([str(d), str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f"{out}: ")
+    width, height, _ = chromium.read_png(out, max_rows=1)
+    assert width == 1280 and shot.MIN_HEIGHT <= height <= shot.MAX_HEIGHT
+    m = chromium.measure(chromium_bin, page, tmp_path, 1280, 600)
+    assert height == max(shot.MIN_HEIGHT, min(shot.MAX_HEIGHT, int(m["doc"][1])))  # the whole page
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.iterdir()} == before  # nothing written there
+    # no run folder: one error line, exit 2, no picture
+    assert shot.main([str(tmp_path / "nope"), str(tmp_path / "nope.png")]) == 2
+    assert "not a folder" in capsys.readouterr().err and not (tmp_path / "nope.png").exists()

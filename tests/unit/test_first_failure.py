@@ -299,3 +299,26 @@ def test_the_docs_page_lists_every_family_and_rule() -> None:
         assert f"| `{f.id}` | {f.title} |" in page, f.id
     for r in RULES:
         assert f"| `{r.id}` | `{r.family}` | {r.confidence} |" in page, r.id
+
+
+def test_a_node_logs_past_is_not_this_runs_failure(tmp_path: Path) -> None:
+    """A node log holds the node's whole life: an error written before the run started (node start-up, an earlier
+    run) is not this run's; the run folder's node_logs_at_start.json says where its part begins. The hosts' addresses
+    come from settings.json's nodes, as the cluster launch records them, not from a `ray start` line far above."""
+    old_failure = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'acl'"
+    nodes = {f"a3-0{n}": f"{_ray_start(n)}\n{old_failure}\n" for n in (1, 2, 3)}
+    run_dir = _run_folder(tmp_path, "(TaskRunner pid=512) step:3 - timing_s/step:2.3\n", nodes)
+    assert dg.diagnose([run_dir]).findings, "read whole, the old error is found"
+    starts = {p.name: p.stat().st_size for p in (run_dir / "nodes").iterdir()}
+    (run_dir / "node_logs_at_start.json").write_text(json.dumps(starts))
+    assert dg.diagnose([run_dir]).findings == (), "from the run's start on: a healthy run"
+    # the worker killed during the run, with settings.json's nodes naming the hosts of the addresses
+    settings = {"host": "a3-01", "nodes": [{"host": f"a3-0{n}", "ip": f"172.30.0.{10 + n}"} for n in (1, 2, 3)]}
+    (run_dir / "settings.json").write_text(json.dumps(settings))
+    (run_dir / "train.log").write_text(KILLED_TRAIN_LOG)
+    first = dg.write_diagnosis(run_dir)
+    assert first is not None and first.host == "a3-02", first
+    # a node log that is now shorter than its recorded start was replaced: read whole
+    (run_dir / "node_logs_at_start.json").write_text(json.dumps({"a3-01.log": 10**9}))
+    (run_dir / "train.log").write_text("(TaskRunner pid=512) step:3 - timing_s/step:2.3\n")
+    assert [f.host for f in dg.diagnose([run_dir]).findings] == ["a3-01"]

@@ -1,6 +1,8 @@
 """The readiness page renderer on synthetic reports (tests/browser/reports.py builds them with the preflight
-module's and report plugin's own functions): what each die, host pair and host is drawn as, the header, the
-rehearsal, generic rows of checks the renderer has never heard of, escaping, self-containment, bad input."""
+module's, its action plugin's and report plugin's own functions, and the rehearsal's all-to-all summary): what each
+die, host pair and host is drawn as, the ping plan, the header, the rehearsal's all-reduce and all-to-all (and an
+older report without the all-to-all), generic rows of checks the renderer has never heard of, escaping,
+self-containment, bad input."""
 
 from __future__ import annotations
 
@@ -14,10 +16,21 @@ from verl_recipe.pages import readiness as rp
 from verl_recipe.pages.kit import esc, source_commit
 from verl_recipe.rehearse import NodeReport, write_report
 
-from tests.browser.reports import FAULTY_16, hosts, preflight_report, rehearsal_report, write
+from tests.browser.reports import FAULTY_16, ROTATION, act, hosts, npu_ips, preflight_report, rehearsal_report, write
 
 REPO = Path(__file__).resolve().parents[2]
 FAILING_DIES = {("a3-03", 7), ("a3-05", 2), ("a3-12", 4), ("a3-14", 11)}
+# The pairs whose pings the plan (rotation ROTATION) sent into a faulty die or the unreachable a3-09: (sender die,
+# target die) of each; the loss is explained by the target's own fault.
+EXPLAINED = {
+    ("a3-01", "a3-05"): {(15, 2)},
+    ("a3-02", "a3-14"): {(8, 11)},
+    ("a3-11", "a3-03"): {(4, 7)},
+    **{(h, "a3-09"): {(d, (d + ROTATION) % 16)} for h, d in [
+        ("a3-01", 4), ("a3-02", 3), ("a3-03", 2), ("a3-04", 1), ("a3-06", 14), ("a3-07", 13), ("a3-08", 12),
+        ("a3-10", 11), ("a3-11", 10), ("a3-12", 9), ("a3-13", 8), ("a3-14", 7), ("a3-15", 6), ("a3-16", 5)]},
+    ("a3-05", "a3-09"): {(0, 3), (15, 2)},
+}  # fmt: skip
 
 
 def model_of(*docs: dict) -> rp.Model:
@@ -40,12 +53,20 @@ def test_healthy_16x16_everything_green() -> None:
     assert set(statuses(m).values()) == {"ok"}
     assert {h: m.host_status(h) for h in m.hosts} == dict.fromkeys(hosts(16), "ok")
     assert m.schedule_known and not m.failures
+    # the plan: each host's 16 dies ping the 15 other hosts (one of them twice), each die of the cluster once
     tried = {k for k, p in m.pairs.items() if p.tried}
-    assert tried == {(hosts(16)[i], hosts(16)[(i + 1) % 16]) for i in range(16)}  # the ring, every die pair
-    assert all(len(m.pairs[k].tried) == 16 and p.status == "ok" for k, p in m.pairs.items())
+    assert tried == {(a, b) for a in hosts(16) for b in hosts(16) if a != b}
+    assert sorted(len(p.tried) for p in m.pairs.values()) == [1] * 224 + [2] * 16
+    assert all(p.status == "ok" for p in m.pairs.values())
+    received = sorted((b, t) for (_, b), p in m.pairs.items() for _, t in p.tried)
+    assert received == sorted((h, d) for h in hosts(16) for d in range(16))  # every die pinged exactly once
     page = rp.Page(m).render()
-    assert page.count('class="cell ok"') == 256 + 16  # dies + ring pairs
+    assert page.count('class="cell ok"') == 256 + 240  # dies + host pairs
     assert "None: every reported check passed." in page
+    assert (
+        '<p class="note" id="ping-plan">Ping plan (rotation 3): 256 pings from 16 of 16 hosts; 120 of 120 host pairs '
+        "and 256 of 256 dies pinged.</p>"
+    ) in page
 
 
 def test_faulty_16x16_names_exactly_the_faults() -> None:
@@ -55,17 +76,19 @@ def test_faulty_16x16_names_exactly_the_faults() -> None:
     assert {k for k, v in st.items() if v == "nodata"} == {("a3-09", d) for d in range(16)}
     assert {h for h in m.hosts if m.host_status(h) == "fail"} == {"a3-07", "a3-09", "a3-11"}
     by_status = {k: p.status for k, p in m.pairs.items()}
-    assert {k for k, v in by_status.items() if v == "fail"} == {("a3-12", "a3-13")}
-    assert m.pairs[("a3-12", "a3-13")].lost.keys() == {(4, 4)}
+    # a3-12 die 4's route fault: its planned ping to a3-04 die 7 is lost
+    assert {k for k, v in by_status.items() if v == "fail"} == {("a3-12", "a3-04")}
+    assert m.pairs[("a3-12", "a3-04")].lost.keys() == {(4, 7)}
     # a lost ping whose target die (or host) failed its own check is drawn as explained, not as a link fault
-    assert {k for k, v in by_status.items() if v == "warn"} == {
-        ("a3-02", "a3-03"),
-        ("a3-04", "a3-05"),
-        ("a3-08", "a3-09"),
-        ("a3-13", "a3-14"),
-    }
-    assert m.pairs[("a3-08", "a3-09")].explained.keys() == {(d, d) for d in range(16)}
+    assert {k for k, v in by_status.items() if v == "warn"} == set(EXPLAINED)
+    assert {k: set(m.pairs[k].explained) for k in EXPLAINED} == EXPLAINED
+    # a3-12 lost one ping to a route fault and one to the unreachable a3-09: only the first is its fault
+    assert st[("a3-12", 4)] == "fail" and st[("a3-12", 9)] == "warn"
+    assert {k for k, v in st.items() if v == "warn"} == {("a3-12", 9)}
+    # a3-09 sent nothing (unreachable): its row of the matrix is untried, every die of the others was pinged
+    assert not any(p.tried for (a, _), p in m.pairs.items() if a == "a3-09")
     page = rp.Page(m).render()
+    assert "240 pings from 15 of 16 hosts; 120 of 120 host pairs and 240 of 256 dies pinged" in page
     c = cell(page, "a3-03", 7)
     assert 'class="cell fail"' in c and "npu_link: fail" in c and "die 7: DOWN" in c
     assert 'class="cell ok"' in cell(page, "a3-03", 6)
@@ -106,6 +129,88 @@ def test_rehearsal_bars_slowest_node_and_placement() -> None:
     assert 'class="bar slow" data-node="a3-06"' in page and 'class="bar fail" data-node="a3-10"' in page
     assert 'id="dies"' not in page  # no preflight, no die grid
     assert "rehearsal: <b>15</b> of 16 nodes clean" in page
+
+
+def alltoall_part(page: str) -> str:
+    start = page.index('class="a2a-h"')
+    return page[start : page.index('<h2 style="margin-top:12px">Placement groups', start)]
+
+
+def test_rehearsal_alltoall_per_node_and_per_pattern() -> None:
+    """The 397B layout's patterns as the rehearsal's alltoall_summary wrote them: per node its slowest pattern's
+    time, bus bandwidth and slowest peer (the slow node amber, the broken one red), and a row per pattern."""
+    doc = rehearsal_report(slow="a3-06", broken="a3-10")
+    page = rp.Page(model_of(doc)).render()
+    a2a = alltoall_part(page)
+    assert '<p class="slowest a2a-slowest" data-node="a3-06">slowest all-to-all node: <b>a3-06</b>' in a2a
+    assert a2a.count('class="bar slow" data-node=') == 1 and 'class="bar slow" data-node="a3-06"' in a2a
+    assert a2a.count('class="bar fail" data-node=') == 1 and 'class="bar fail" data-node="a3-10"' in a2a
+    assert a2a.count('<div class="peer">') == 16
+    # the others' slowest pair is with the slow node; a figure drawn is the report's, to the thousandth
+    a3_01 = next(n for n in doc["nodes"] if n["node"] == "a3-01")
+    assert a3_01["alltoall_slowest_peer"] == "a3-06"
+    assert f"<em>{a3_01['alltoall_ms']:.3f}</em>" in a2a and f"<em>{a3_01['alltoall_busbw_gbps']:.3f}</em>" in a2a
+    rows = re.findall(r'<tr data-k="[^"]*" data-pattern="([^"]*)"[^>]*>(.*?)</tr>', a2a)
+    assert [name for name, _ in rows] == ["train EP", "rollout EP"]
+    train, rollout = (cells for _, cells in rows)
+    assert "<td>64</td><td>4</td><td>4 groups of 64 ranks</td>" in train
+    assert "<td>256</td><td>1</td><td>1 group of 256 ranks</td>" in rollout
+    assert 'class="slow" data-node="a3-06"' in train and "a3-05 \u2194 a3-06" in train
+    data = json.loads(re.search(r'id="readiness-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    panel = data["keys"]["t:report-0.json:1"]
+    assert panel["title"] == "all-to-all rollout EP: every node" and len(panel["text"].splitlines()) == 16
+
+
+def test_rehearsal_without_alltoall_still_draws_and_says_so(tmp_path: Path) -> None:
+    """A report written before the rehearsal timed the all-to-alls (no summary.alltoall, no alltoall_* fields), as
+    one of a layout without expert parallelism: the all-reduce is drawn and the page says the figure is absent."""
+    doc = rehearsal_report(slow="a3-06")
+    del doc["summary"]["alltoall"]
+    for n in doc["nodes"]:
+        for k in ("alltoall_ms", "alltoall_busbw_gbps", "alltoall_slowest_peer"):
+            del n[k]
+    page = rp.render(rp.load([write(tmp_path / "old.json", doc)]))
+    assert 'data-node="a3-06">slowest node: <b>a3-06</b>' in page  # the all-reduce as before
+    a2a = alltoall_part(page)
+    assert '<p class="note a2a-absent">No all-to-all figures in this report' in a2a
+    assert "a2a-slowest" not in a2a and 'class="bars a2a"' not in a2a
+    # a 3-host rehearsal: the 397B layout does not fit 48 dies, so the synthetic report has no all-to-all either
+    assert "No all-to-all figures" in rp.Page(model_of(rehearsal_report(n_hosts=3))).render()
+
+
+def test_rehearsal_node_without_alltoall_figure_and_odd_numbers() -> None:
+    """A node whose ranks reported no all-to-all (an error) is drawn with '-' and says why; NaN, infinity and an
+    integer beyond a float are drawn as no figure, never a crash."""
+    doc = rehearsal_report(n_hosts=16)
+    doc["nodes"][2].update(alltoall_ms=None, alltoall_busbw_gbps=None, alltoall_slowest_peer=None)
+    doc["nodes"][3].update(alltoall_ms=float("nan"), alltoall_busbw_gbps=10**400)
+    doc["summary"]["alltoall"][0]["nodes"][0]["ms"] = float("inf")
+    page = rp.Page(model_of(doc)).render()
+    a2a = alltoall_part(page)
+    assert re.search(r'data-node="a3-03"><span style="width:0.0%"></span><em>-</em>', a2a)
+    assert re.search(r'data-node="a3-04"><span style="width:0.0%"></span><em>-</em>', a2a)
+    assert "no all-to-all figure for this node" in page
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "field"),
+    [
+        ("summary", {"pattern": "train EP", "nodes": [{"node": 3}]}, "summary.alltoall"),
+        ("summary", [{"slowest_pair": {"nodes": ["a3-01"], "ms": 1.0}}], "summary.alltoall"),
+        ("summary", "train EP", "summary.alltoall"),
+        ("node", {"alltoall_ms": "12 ms"}, "nodes[0].alltoall_ms"),
+        ("node", {"alltoall_slowest_peer": 7}, "nodes[0].alltoall_slowest_peer"),
+    ],
+)
+def test_rehearsal_alltoall_of_another_shape_is_one_line(part: str, value: object, field: str) -> None:
+    doc = rehearsal_report(n_hosts=16)
+    if part == "summary":
+        doc["summary"]["alltoall"] = [value] if isinstance(value, dict) else value
+    else:
+        doc["nodes"][0].update(value)  # type: ignore[call-overload]
+    with pytest.raises(rp.ReportError, match=re.escape(field)) as err:
+        rp.classify("r.json", doc)
+    assert len(str(err.value).splitlines()) == 1 and "r.json" in str(err.value)
 
 
 def test_rehearsal_placement_error_is_shown() -> None:
@@ -149,8 +254,9 @@ def test_report_without_meta_still_draws() -> None:
     del doc["meta"]
     m = model_of(doc)
     assert m.hosts == hosts(4) and m.dies == 8 and not m.schedule_known  # a3-03 die 7 is the highest named
-    assert m.pairs[("a3-02", "a3-03")].explained.keys() == {(7, 7)}
-    assert "do not record the ping schedule" in rp.Page(m).render()
+    assert m.pairs[("a3-01", "a3-03")].explained.keys() == {(4, 7)}  # the plan's ping into a3-03 die 7
+    page = rp.Page(m).render()
+    assert "do not record the ping schedule" in page and 'id="ping-plan"' not in page
 
 
 def test_text_from_reports_is_escaped() -> None:
@@ -218,7 +324,8 @@ def test_preflight_plugin_writes_the_page_and_names_it(tmp_path: Path) -> None:
     assert line == f"readiness page: {(tmp_path / 'preflight-sim.html').as_uri()}"
     meta = json.loads(report.read_text())["meta"]
     assert meta["inventory"] == "sim2" and meta["hosts"]["a3-02"]["rank"] == 1
-    assert meta["hosts"]["a3-01"]["ping_peer"] == "a3-02" and len(meta["hosts"]["a3-01"]["npu_ips"]) == 16
+    assert meta["hosts"]["a3-01"]["ping_rotation"] == ROTATION and len(meta["hosts"]["a3-01"]["npu_ips"]) == 16
+    assert meta["hosts"]["a3-01"]["ping_plan"] == act.ping_plan(hosts(2), "a3-01", 16, ROTATION, npu_ips(hosts(2), 16))
     # a page that cannot be drawn is said on the last line; it never fails the preflight
     broken = tmp_path / "broken.json"
     broken.write_text("{}")
@@ -232,7 +339,6 @@ def test_recorded_ping_plan_gives_the_tried_pairs() -> None:
     names = hosts(3)
     for i, h in enumerate(names):
         info = doc["meta"]["hosts"][h]
-        del info["ping_peer"]
         info["ping_rotation"] = 20788
         info["ping_plan"] = [
             {"die": d, "peer": names[(i + 1 + d % 2) % 3], "peer_die": (d + 5) % 16, "address": "x"} for d in range(16)

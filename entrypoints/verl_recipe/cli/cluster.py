@@ -210,6 +210,9 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     # transient failure starts again once the cluster is whole, validated again and resumed; bounded by RESTARTS.
     before: list[restart.Attempt] = []
     while True:
+        # The hosts and their cluster addresses, in the record: diagnose names a failed worker's host from Ray's
+        # address of it, and a node log's own `ray start` line may be far behind its tail.
+        info["nodes"] = [{"host": m.name, "ip": m.ip} for m in members]
         rc, run_dir = run_attempt(launch, resolved, info, members=members)
         now = restart.attempt_of(rc, run_dir)
         again, why = restart.decide(now, before, int(v.get("RESTARTS") or 0))

@@ -17,11 +17,14 @@ RUN_PAGE = "run.html"  # the run page
 NODES = "nodes"  # a link to LOG_DIR/nodes: one log per host, for the node's life
 HEARTBEAT = "heartbeat"  # rewritten by the supervisor while it lives: `verl-recipe runs` tells running from gone
 STOP_REQUEST = "stop_request.json"  # written by `verl-recipe stop`: who asked and when; the supervisor honours it
+# {"<host>.log": bytes}: each node log's size when the run started. A node log holds the node's whole life (its
+# start-up, earlier runs); diagnose reads it from here on, so nothing before this run is taken for its failure.
+NODE_LOGS_AT_START = "node_logs_at_start.json"
 
 # Every name, in the order docs/contracts.md lists them.
 ALL = (
     LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES,
-    HEARTBEAT, STOP_REQUEST,
+    HEARTBEAT, STOP_REQUEST, NODE_LOGS_AT_START,
 )  # fmt: skip
 
 # The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page

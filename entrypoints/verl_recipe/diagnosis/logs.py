@@ -9,11 +9,12 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..contracts import runfiles
+from ..contracts.records import load_json, read_file
 from ..problems import one_line
 
 MAX_TAIL_BYTES = 8 * 2**20  # the end of a log is where a run's failure is
@@ -97,8 +98,9 @@ def log_files(paths: Sequence[Path], base: Path | None = None) -> list[tuple[Pat
     return out
 
 
-def read_tail(path: Path, cap: int = MAX_TAIL_BYTES) -> tuple[tuple[str, ...], int | None]:
-    """The file's last `cap` bytes as lines, and the number in the whole file of the first one.
+def read_tail(path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0) -> tuple[tuple[str, ...], int | None]:
+    """The file's last `cap` bytes as lines, none before byte `since` (ignored when the file is now shorter: it was
+    replaced), and the number in the whole file of the first one.
 
     The number is None when the part skipped is too large to count lines in within the time bound. A line is
     what "\\n" ends, as `grep -n` counts them: a progress bar's carriage returns do not end one.
@@ -110,7 +112,7 @@ def read_tail(path: Path, cap: int = MAX_TAIL_BYTES) -> tuple[tuple[str, ...], i
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     with os.fdopen(fd, "rb") as fh:
         size = fh.seek(0, os.SEEK_END)
-        start = max(0, size - cap)
+        start = max(since if 0 < since <= size else 0, size - cap)
         skipped: int | None = 0
         cut = False
         if start:
@@ -142,14 +144,16 @@ def read_tail(path: Path, cap: int = MAX_TAIL_BYTES) -> tuple[tuple[str, ...], i
     return tuple(ANSI.sub("", line) for line in lines), first
 
 
-def read_logs(files: Sequence[tuple[Path, str]]) -> list[LogText]:
+def read_logs(files: Sequence[tuple[Path, str]], since: Mapping[Path, int] | None = None) -> list[LogText]:
+    """Each file's tail as numbered lines, within the budgets; `since`: a file's first byte to read (a node log's
+    size when the run started)."""
     out: list[LogText] = []
     budget = MAX_TOTAL_BYTES
     for path, name in files:
         if budget <= 0:
             break
         try:
-            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget))
+            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget), (since or {}).get(path, 0))
         except OSError:
             continue  # a log that vanished or cannot be read: the others still count
         budget -= sum(len(line) + 1 for line in lines)
@@ -157,4 +161,21 @@ def read_logs(files: Sequence[tuple[Path, str]]) -> list[LogText]:
             out.append(LogText(f"{name} (tail)", lines, 1))
         else:
             out.append(LogText(name, lines, first))
+    return out
+
+
+def node_log_starts(run_dirs: Sequence[Path]) -> dict[Path, int]:
+    """Where this run's part of each node log begins (the run folder's NODE_LOGS_AT_START); none for a run folder
+    written before the file existed, or a damaged one: then the node logs are read whole, as before."""
+    out: dict[Path, int] = {}
+    for run_dir in run_dirs:
+        try:
+            doc = load_json(read_file(run_dir / runfiles.NODE_LOGS_AT_START, 2**20))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        for name, size in doc.items():
+            if isinstance(name, str) and "/" not in name and type(size) is int and size > 0:
+                out[run_dir / runfiles.NODES / name] = size
     return out

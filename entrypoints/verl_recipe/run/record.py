@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -83,7 +84,21 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
     # Node logs live beside the runs (one file per host for the node's life); the run points at them.
     nodes = Path(str(resolved.values["LOG_DIR"])) / runfiles.NODES
     (run_dir / runfiles.NODES).symlink_to(os.path.relpath(nodes, run_dir))
+    (run_dir / runfiles.NODE_LOGS_AT_START).write_text(json.dumps(node_log_sizes(nodes), indent=1, sort_keys=True))
     return run_dir
+
+
+def node_log_sizes(nodes: Path) -> dict[str, int]:
+    """Each host's node log's size now: where this run's part of it begins (diagnose reads from there)."""
+    sizes: dict[str, int] = {}
+    try:
+        for log in nodes.glob("*.log"):
+            with contextlib.suppress(OSError):
+                if log.is_file():
+                    sizes[log.name] = log.stat().st_size
+    except OSError:
+        pass  # no node folder yet (a launch outside the cluster): nothing to skip
+    return sizes
 
 
 def write_checkpoint_identity(recipe: str, engine: str, values: dict[str, Any]) -> Path | None:

@@ -7,9 +7,12 @@ What it draws, all from the reports:
 - hosts x dies, each die coloured by its worst check. A preflight row is drawn generically from its fields
   (host, check, ok or status, found, expected, fix, and die/dies/peer/peer_die when a row carries them); a row that
   names no die lists its dies in `found` as "die N: ..." entries joined by "; " (the preflight module's format);
-- host x host NPU reachability: the pairs a ping row or the recorded ping schedule tried, and the die pairs lost;
+- host x host NPU reachability: the pairs a ping row or the recorded ping schedule (each host's `ping_plan`)
+  tried, the die pairs lost, and what the plan covered (pings, host pairs, dies pinged);
 - every other preflight row of a host as a badge (OS, HDK versions, time, disk, runtime, storage, ...);
-- from a rehearsal: per-node all-reduce time and bus bandwidth, the slowest node, the placement groups;
+- from a rehearsal: per-node all-reduce time and bus bandwidth, the slowest node; per node the expert-parallel
+  all-to-all (its slowest pattern's time and bus bandwidth, its slowest peer) and a row per pattern, or a note
+  where the report has none; the placement groups;
 - a header with the inventory, time, commit and sources, and "SIMULATED cluster" when a report says so.
 
 `verl-recipe report <json>...` regenerates the page from saved reports.

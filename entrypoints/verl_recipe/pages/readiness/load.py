@@ -68,6 +68,10 @@ def _count(v: Any) -> bool:
     return v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_REPORT_ROWS)
 
 
+def _text(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
 # The fields of a rehearsal report (rehearse.py NodeReport and summary) the page draws, each with the test its value
 # must pass and what that is in words: a report of another shape is named in one line instead of breaking the page.
 REHEARSAL_NODE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -77,11 +81,57 @@ REHEARSAL_NODE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "allreduce_ms": (_number, "a number"),
     "algbw_gbps": (_number, "a number"),
     "busbw_gbps": (_number, "a number"),
+    "alltoall_ms": (_number, "a number"),
+    "alltoall_busbw_gbps": (_number, "a number"),
+    "alltoall_slowest_peer": (_text, "text"),
+}
+
+
+def _alltoall(v: Any) -> bool:
+    """The summary's all-to-all patterns (rehearse alltoall_summary): each an object whose drawn fields, where
+    present, are of their kind: its per-node rows and slowest pair too."""
+    if v is None:
+        return True
+    if not isinstance(v, list):
+        return False
+    for pat in v:
+        if not isinstance(pat, dict) or _odd_field("", pat, ALLTOALL_FIELDS):
+            return False
+        for row in pat.get("nodes") or []:
+            if not isinstance(row, dict) or _odd_field("", row, ALLTOALL_NODE_FIELDS):
+                return False
+        pair = pat.get("slowest_pair")
+        if pair is not None and (not isinstance(pair, dict) or _odd_field("", pair, ALLTOALL_PAIR_FIELDS)):
+            return False
+    return True
+
+
+def _groups(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(g, list) and all(_count(r) for r in g) for g in v)
+
+
+ALLTOALL_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "pattern": (_text, "text"),
+    "size": (_count, "a count"),
+    "groups": (_count, "a count"),
+    "rehearsed_ranks": (_groups, "lists of ranks"),
+    "nodes": (lambda v: isinstance(v, list), "a list"),
+}
+ALLTOALL_NODE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "node": (lambda v: isinstance(v, str), "text"),
+    "ms": (_number, "a number"),
+    "busbw_gbps": (_number, "a number"),
+    "peer": (_text, "text"),
+}
+ALLTOALL_PAIR_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "nodes": (lambda v: isinstance(v, list) and len(v) == 2 and all(isinstance(n, str) for n in v), "two nodes"),
+    "ms": (_number, "a number"),
 }
 REHEARSAL_SUMMARY_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "dies_per_node": (_count, "a count"),
-    "error": (lambda v: v is None or isinstance(v, str), "text"),
+    "error": (_text, "text"),
     "placement": (lambda v: v is None or (isinstance(v, list) and all(isinstance(g, dict) for g in v)), "objects"),
+    "alltoall": (_alltoall, "a list of all-to-all patterns"),
 }
 
 

@@ -248,8 +248,12 @@ def build(sources: list[Source]) -> Model:
                     model.die_checks.setdefault((c.host, d), []).append((c, c.found))
                 continue
             named = {d for d, _ in entries}
+            # a ping lost to a peer that failed its own check (the report plugin marks it explained): a warning on
+            # the sender's die, whatever the row's other entries say
+            explained = {e["die"] for e in valid_entries(r.get("entries")) if is_ping(r) and e.get("explained")}
+            warn = PageCell(c.host, c.check, "warn", c.found, c.expected, "fix the target die first", c.source)
             for d, text in entries:
-                model.die_checks.setdefault((c.host, d), []).append((c, text))
+                model.die_checks.setdefault((c.host, d), []).append((warn if d in explained else c, text))
             ok = PageCell(c.host, c.check, "ok", "no problem on this die", c.expected, "", c.source)
             for d in range(model.dies):
                 if d not in named:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ...contracts.records import finite_number as _num
 from ...exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ...problems import error
 from ..kit import BASE_CSS, utc_now, write_atomic
@@ -198,6 +199,7 @@ class Page:
                     f'data-to="{_e(b)}" data-status="{st}" title="{title}">{label}</button>'
                 )
         out.append("</div>")
+        out.append(self.ping_plan_note())
         if not m.schedule_known:
             out.append(
                 '<p class="note">The reports do not record the ping schedule: only pairs named by a lost '
@@ -205,6 +207,31 @@ class Page:
             )
         out.append("</section>")
         return "".join(out)
+
+    def ping_plan_note(self) -> str:
+        """What the recorded ping plan covered (as the bench's ping coverage counts it): the pings sent, the host
+        pairs (either way) and the dies pinged, of all there are."""
+        m = self.m
+        if not m.schedule_known:
+            return ""
+        tried = {k: p.tried for k, p in m.pairs.items() if p.tried}
+        senders = {a for a, _ in tried}
+        pings = sum(len({s for s, _ in t}) for t in tried.values())
+        pairs = {frozenset(k) for k in tried}
+        dies = {(b, t) for (_, b), got in tried.items() for _, t in got}
+        n = len(m.hosts)
+        rotations = {
+            str(info["ping_rotation"])
+            for s in m.sources
+            if isinstance(s.meta.get("hosts"), dict)
+            for info in s.meta["hosts"].values()
+            if isinstance(info, dict) and isinstance(info.get("ping_rotation"), int | str)
+        }
+        rotation = f" (rotation {_e(rotations.pop())})" if len(rotations) == 1 else ""
+        return (
+            f'<p class="note" id="ping-plan">Ping plan{rotation}: {pings} pings from {len(senders)} of {n} hosts; '
+            f"{len(pairs)} of {n * (n - 1) // 2} host pairs and {len(dies)} of {n * m.dies} dies pinged.</p>"
+        )
 
     # -- host badges
     def badges(self) -> str:
@@ -315,9 +342,119 @@ class Page:
                     f"<em>{'-' if bw is None else f'{bw:.3f}'}</em></div>"
                 )
             out.append("</div>")
+        out.append(self.alltoall(s))
         out.append(self.placement(s))
         out.append("</section>")
         return "".join(out)
+
+    def alltoall(self, s: Source) -> str:
+        """The expert-parallel all-to-alls: per node its slowest pattern's median time, the bus bandwidth that gives
+        and the peer of its slowest pair, as bars like the all-reduce's (the slowest node amber, a node with problems
+        red); then one row per pattern. A report without them (older, or a layout without expert parallelism, or a
+        rehearsal stopped before its collectives) says so."""
+        summ, nodes = s.data["summary"], s.data["nodes"]
+        patterns = summ.get("alltoall") or []
+        timed = [(n, ms) for n in nodes if (ms := _num(n.get("alltoall_ms"))) is not None]
+        head = '<h2 class="a2a-h" style="margin-top:12px">All-to-all of the expert-parallel groups'
+        if not patterns and not timed:
+            return (
+                f"{head}</h2>"
+                '<p class="note a2a-absent">No all-to-all figures in this report: the layout has no expert-parallel '
+                "groups across nodes, the rehearsal stopped before its collectives, or the report was written before "
+                "the rehearsal timed them.</p>"
+            )
+        out = [f"{head} (per node: its slowest pattern)</h2>"]
+        if timed:
+            slow, slow_ms = max(timed, key=lambda x: x[1])
+            median = statistics.median(ms for _, ms in timed)
+            ratio = slow_ms / median if median else 1.0
+            out.append(
+                f'<p class="slowest a2a-slowest" data-node="{_e(slow["node"])}">slowest all-to-all node: '
+                f"<b>{_e(slow['node'])}</b>, {slow_ms:.3f} ms, {ratio:.2f}x the median ({median:.3f} ms)</p>"
+            )
+        else:
+            slow = None
+        max_ms = max((ms for _, ms in timed), default=0.0) or 1.0
+        max_bw = max((_num(n.get("alltoall_busbw_gbps")) or 0.0 for n in nodes), default=0.0) or 1.0
+        out.append(
+            '<div class="bars a2a"><div class="hd">node</div><div class="hd">all-to-all time (ms)</div>'
+            '<div class="hd">bus bandwidth (GB/s)</div><div class="hd">slowest peer</div>'
+        )
+        for n in nodes:
+            ms, bw = _num(n.get("alltoall_ms")), _num(n.get("alltoall_busbw_gbps"))
+            peer = n.get("alltoall_slowest_peer")
+            failed = bool(n.get("problems"))
+            cls = "fail" if failed else ("slow" if n is slow else "")
+            key = f"a:{s.path}:{n['node']}"
+            rows = [["rehearsal", "fail", p, "no problem", "see the rehearsal report"] for p in n.get("problems") or []]
+            figures = (
+                f"all-to-all {ms} ms (its slowest pattern's median), bus bandwidth {bw} GB/s, slowest peer "
+                f"{peer or '-'}"
+                if ms is not None
+                else "no all-to-all figure for this node (its ranks did not report one)"
+            )
+            title = self.detail(key, f"{n['node']} ({n.get('ip', '?')}): all-to-all", rows, figures)
+            wms, wbw = 100.0 * (ms or 0) / max_ms, 100.0 * (bw or 0) / max_bw
+            out.append(
+                f'<div class="rowh {"fail" if failed else ""}" data-k="{_e(key)}" title="{title}">{_e(n["node"])}</div>'
+                f'<div class="bar {cls}" data-node="{_e(n["node"])}"><span style="width:{wms:.1f}%"></span>'
+                f"<em>{'-' if ms is None else f'{ms:.3f}'}</em></div>"
+                f'<div class="bar {cls}"><span style="width:{wbw:.1f}%"></span>'
+                f"<em>{'-' if bw is None else f'{bw:.3f}'}</em></div>"
+                f'<div class="peer">{_e(peer or "-")}</div>'
+            )
+        out.append("</div>")
+        if patterns:
+            out.append(self.alltoall_patterns(s, patterns))
+        return "".join(out)
+
+    def alltoall_patterns(self, s: Source, patterns: list[dict[str, Any]]) -> str:
+        """One row per pattern (the summary's): its groups, how they were rehearsed, the median and slowest node and
+        the slowest pair; a click lists every node's figures of that pattern."""
+        failed = {n["node"] for n in s.data["nodes"] if n.get("problems")}
+        cols = ("pattern", "ranks per group", "groups", "rehearsed", "median node", "slowest node", "slowest pair")
+        head = "".join(f"<th>{h}</th>" for h in cols)
+        body = []
+        for i, pat in enumerate(patterns):
+            rows = [r for r in pat.get("nodes") or [] if _num(r.get("ms")) is not None]
+            done = pat.get("rehearsed_ranks") or []
+            sizes = "/".join(sorted({str(len(g)) for g in done}))
+            how = (
+                f"{len(done)} group{'s' if len(done) > 1 else ''} of {sizes} ranks"
+                if done
+                else "each within one node: not rehearsed"
+            )
+            median = f"{statistics.median(_num(r['ms']) or 0.0 for r in rows):.3f} ms" if rows else "-"
+            slow_cell = "<td>-</td>"
+            if rows:
+                worst = max(rows, key=lambda r: _num(r["ms"]) or 0.0)
+                bw = _num(worst.get("busbw_gbps"))
+                who = str(worst.get("node", "?"))
+                st = "fail" if who in failed else "slow"
+                slow_cell = (
+                    f'<td class="{st}" data-node="{_e(who)}"><b>{_e(who)}</b> '
+                    f"{_num(worst['ms']) or 0.0:.3f} ms, {'-' if bw is None else f'{bw:.3f}'} GB/s</td>"
+                )
+            sp = pat.get("slowest_pair")
+            pair = (
+                f"{_e(sp['nodes'][0])} \u2194 {_e(sp['nodes'][1])}, {_num(sp.get('ms')) or 0.0:.3f} ms"
+                if isinstance(sp, dict) and isinstance(sp.get("nodes"), list) and len(sp["nodes"]) == 2
+                else "-"
+            )
+            name = str(pat.get("pattern", "?"))
+            lines = [
+                f"{r.get('node', '?')}: {_num(r['ms']) or 0.0:.3f} ms, {_num(r.get('busbw_gbps'))} GB/s bus, "
+                f"slowest peer {r.get('peer') or '-'}"
+                for r in rows
+            ]
+            key = f"t:{s.path}:{i}"
+            title = self.detail(key, f"all-to-all {name}: every node", [], "\n".join(lines) or "no node timed it")
+            body.append(
+                f'<tr data-k="{_e(key)}" data-pattern="{_e(name)}" title="{title}"><td>{_e(name)}</td>'
+                f"<td>{_e(pat.get('size', '?'))}</td><td>{_e(pat.get('groups', '?'))}</td><td>{_e(how)}</td>"
+                f"<td>{median}</td>{slow_cell}<td>{pair}</td></tr>"
+            )
+        return f'<table class="a2a-patterns"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
     def placement(self, s: Source) -> str:
         summ, nodes = s.data["summary"], s.data["nodes"]
