@@ -79,6 +79,17 @@ def apply_extra(launch: Launch, values: dict[str, Any], recipe: Recipe) -> tuple
                 )
             )
             continue
+        bad = secrets.non_text_env_value(arg)
+        if bad is not None:
+            problems.append(
+                Problem(
+                    f"extra override {key}",
+                    f"Hydra reads {bad} as {secrets.kind_of(bad)} and Ray takes only strings in runtime_env "
+                    "env_vars (the job would fail at submission)",
+                    f"quote the value: {key}='{bad}'",
+                )
+            )
+            continue
         if bare.startswith("~"):
             deleted = driven.get(bare_key(bare[1:]))
             if deleted:

@@ -8,7 +8,9 @@ head (the deploy account there has no docker group)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import shlex
 
 import pytest
 
@@ -71,7 +73,8 @@ def test_a_memory_leak_fires_its_rule_and_compare_fails_on_peak_memory(cluster: 
     c = cluster
     rc, out, run_dir = train(
         c, "e2e-faults-leak", "--set HEALTH_MEM_GROWTH_GB=0.5", "--set HEALTH_MEM_WINDOW=3",
-        "--", f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_SIM_STANDIN_LEAK_MB={LEAK_MB}",
+        # Ray takes only strings in env_vars: Hydra's quotes make the value one, the shell's keep them
+        "--", shlex.quote(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_SIM_STANDIN_LEAK_MB='{LEAK_MB}'"),
     )  # fmt: skip
     assert rc == 0, "an alert only, the run goes on: " + out[-4000:]
     alerts = read_json(c, f"{run_dir}/alerts.json")
@@ -89,7 +92,8 @@ def test_a_nan_loss_is_caught_and_health_stop_ends_the_run(cluster: SimCluster) 
     c = cluster
     made = on_host(
         c, "a3-01",
-        f"mkdir -p {NAN_REWARD.rsplit('/', 1)[0]} && printf %s {json.dumps(NAN_REWARD_CODE)} > {NAN_REWARD}",
+        f"mkdir -p {NAN_REWARD.rsplit('/', 1)[0]} && "
+        f"echo {base64.b64encode(NAN_REWARD_CODE.encode()).decode()} | base64 -d > {NAN_REWARD}",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     rc, out, run_dir = train(

@@ -417,10 +417,11 @@ Traceback (most recent call last):
 KeyError: 'reward_model'
 INFO cleanup"""
     result = dg.diagnose([_log(tmp_path, text)])
-    # No signature: the exception type puts it in the data family, at low confidence, and says which rule did.
+    # No signature: the exception type of the first failure (the earlier ValueError: the run's own code or values)
+    # puts it in its family, at low confidence, and says which rule did.
     (general,) = result.findings
-    assert (general.id, general.family, general.confidence) == ("exception-type", "data", "low")
-    assert general.basis == "the exception type" and general.line == 9
+    assert (general.id, general.family, general.confidence) == ("exception-type", "code-config", "low")
+    assert general.basis == "the exception type" and general.line == 4
     assert result.unknown is not None
     assert result.unknown.line == 6
     assert result.unknown.block is not None

@@ -102,7 +102,7 @@ def test_a_dead_workers_own_address_is_its_host(tmp_path: Path) -> None:
 
 
 def test_every_family_and_rule_is_complete() -> None:
-    assert len({f.id for f in FAMILIES}) == len(FAMILIES) == 11
+    assert len({f.id for f in FAMILIES}) == len(FAMILIES) == 12
     for f in FAMILIES:
         assert f.title and f.fix and f.prevent, f.id
     for r in RULES:
@@ -322,3 +322,33 @@ def test_a_node_logs_past_is_not_this_runs_failure(tmp_path: Path) -> None:
     (run_dir / "node_logs_at_start.json").write_text(json.dumps({"a3-01.log": 10**9}))
     (run_dir / "train.log").write_text("(TaskRunner pid=512) step:3 - timing_s/step:2.3\n")
     assert [f.host for f in dg.diagnose([run_dir]).findings] == ["a3-01"]
+
+
+# The simulated cluster's real training with a reward function that does not compile (a file written with literal
+# "\n"s): verl's RewardLoopWorker on a3-03 fails in its creation task, and only then the TaskRunner on the head sees
+# the dead actor. No line has a time stamp: the log's own order says which came first.
+BROKEN_REWARD_LOG = """\
+(TaskRunner pid=935) step:0 - starting
+(RewardLoopWorker pid=469, ip=172.30.0.13) Exception raised in creation task: The actor died because of an error raised in its creation task, ray::reward_loop_worker_0:RewardLoopWorker.__init__() (pid=469, ip=172.30.0.13)
+(RewardLoopWorker pid=469, ip=172.30.0.13) Traceback (most recent call last):
+(RewardLoopWorker pid=469, ip=172.30.0.13)   File "/mnt/shared/data/e2e-faults/nan_reward.py", line 1
+(RewardLoopWorker pid=469, ip=172.30.0.13) SyntaxError: unexpected character after line continuation character
+(RewardLoopWorker pid=469, ip=172.30.0.13) RuntimeError: Error loading module from module_path='/mnt/shared/data/e2e-faults/nan_reward.py'
+Traceback (most recent call last):
+ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=935, ip=172.30.0.11, actor_id=7a95)
+ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, ray::reward_loop_worker_0:RewardLoopWorker.__init__() (pid=469, ip=172.30.0.13)
+"""  # noqa: E501
+
+
+def test_untimed_errors_keep_their_logs_order_and_user_code_is_its_own_family(tmp_path: Path) -> None:
+    nodes = {f"a3-0{n}": _ray_start(n) for n in (1, 2, 3)}
+    run_dir = _run_folder(tmp_path, BROKEN_REWARD_LOG, nodes)
+    (run_dir / "node_logs_at_start.json").write_text(json.dumps({}))
+    result = dg.diagnose([run_dir])
+    first = result.first_failure
+    assert first is not None and first.host == "a3-03", first
+    assert first.family == "code-config" and "SyntaxError" in first.excerpt, first
+    assert result.findings[0].family == "code-config"
+    assert dg.write_diagnosis(run_dir) is not None
+    attempt = restart.attempt_of(1, run_dir)
+    assert attempt.failure == "exception-type" and attempt.transient is False, "the same launch fails the same way"

@@ -230,3 +230,19 @@ def test_worker_hook_error_names_the_file_not_the_content(tmp_path: Path, monkey
     with pytest.raises(secretfiles.SecretFileError) as info:
         secretfiles.worker_setup()
     assert str(secret) in str(info.value) and PLANTED not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"), [("300", "a number"), ("-1.5e3", "a number"), ("true", "a boolean"), ("NULL", "null")]
+)
+def test_an_env_var_hydra_would_not_hand_ray_as_a_string_is_refused(
+    capsys: pytest.CaptureFixture[str], value: str, kind: str
+) -> None:
+    """Ray's runtime_env takes only strings in env_vars; Hydra reads an unquoted 300 as an int, and the job would
+    fail at submission with Ray's TypeError (met on the simulated cluster). One line with the quoted fix."""
+    res = run(capsys, "validate", "qwen3.5-35b", S, "--", f"{RUNTIME_ENV}MY_KNOB={value}")
+    assert res.rc == 2
+    line = one_error(res.err)
+    assert f"reads {value} as {kind}" in line and f"MY_KNOB='{value}'" in line, line
+    for fine in ("'300'", "abc", "300abc", '"true"'):
+        assert run(capsys, "validate", "qwen3.5-35b", S, "--", f"{RUNTIME_ENV}MY_KNOB={fine}").rc == 0, fine

@@ -43,3 +43,22 @@ def secret_names(arg: str) -> list[str]:
     if sep:  # a mapping or list value at or above env_vars: every name in it
         found += [m.group(1) for m in _NAMED.finditer(raw)]
     return list(dict.fromkeys(name for name in found if secret_looking(name)))
+
+
+# Hydra reads these unquoted values as a number, a boolean or null (its override grammar), and Ray's runtime_env
+# takes only strings in env_vars: the job fails at submission with a TypeError, after the wait and validation.
+_NOT_TEXT = re.compile(r"[+-]?(\d[\d_]*(\.\d*)?([eE][+-]?\d+)?|\.\d+|inf|nan)|true|false|null", re.IGNORECASE)
+
+
+def non_text_env_value(arg: str) -> str | None:
+    """The value of `...env_vars.NAME=VALUE` when Hydra would hand Ray something other than a string, else None."""
+    key, sep, raw = arg.partition("=")
+    parts = bare_key(key).lstrip("~").split(".")
+    if not sep or len(parts) != len(ENV_VARS_PATH) + 1 or tuple(parts[:-1]) != ENV_VARS_PATH:
+        return None
+    return raw if _NOT_TEXT.fullmatch(raw.strip()) else None
+
+
+def kind_of(value: str) -> str:
+    low = value.strip().lower()
+    return "a boolean" if low in ("true", "false") else "null" if low == "null" else "a number"

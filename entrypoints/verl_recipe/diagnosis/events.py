@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import PurePath
 from typing import Protocol
 
@@ -195,6 +196,6 @@ def log_events(log: Log, hosts: Hosts, year: int, seq: int = 0) -> list[Event]:
 
 def all_events(logs: Sequence[Log], hosts: Hosts, year: int) -> list[Event]:
     out: list[Event] = []
-    for log in logs:
-        out.extend(log_events(log, hosts, year, len(out)))
+    for n, log in enumerate(logs):
+        out.extend(replace(e, file_no=n) for e in log_events(log, hosts, year, len(out)))
     return out

@@ -103,6 +103,13 @@ FAMILIES: tuple[Family, ...] = (
         "check the data files' columns and the rows around the failing step (docs/faq.md, your own data)",
         "`verl-recipe validate` reads the data files' columns",
     ),
+    Family(
+        "code-config",
+        "the run's own code or configuration (a reward function, a Hydra override, a value of the wrong type)",
+        "read the traceback's last frames: the file and line it names are the site's own (a reward function on "
+        "shared storage) or an override's value; fix it and run the same command",
+        "`verl-recipe validate` with the same overrides; import the reward function once by hand",
+    ),
 )
 BY_FAMILY = {f.id: f for f in FAMILIES}
 
@@ -292,6 +299,15 @@ EXCEPTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:KeyError|IndexError|StopIteration|UnicodeDecodeError|JSONDecodeError|ArrowInvalid|"
             r"ArrowTypeError|ParserError)\b"
+        ),
+    ),  # fmt: skip
+    # Last, as the widest: Python's own errors of code and values, and verl's "Error loading module" of a
+    # custom reward function (verl/utils/import_utils.py load_module), at low confidence as every type rule.
+    (
+        "code-config",
+        re.compile(
+            r"\b(?:SyntaxError|IndentationError|NameError|AttributeError|TypeError|ValueError|AssertionError|"
+            r"NotImplementedError)\b|Error loading module from"
         ),
     ),  # fmt: skip
 )

@@ -89,6 +89,7 @@ class Event:
     seq: int  # reading order
     crimer: tuple[str | None, str | None] | None = None  # a heartbeat line's failed (host, rank)
     crimer_status: str = ""
+    file_no: int = 0  # its log's place in reading order (train.log first)
     cause: str = ""  # a general rule's cause (a signature's is in its row)
     basis: str = ""  # which general rule put it in its family
 
@@ -284,7 +285,10 @@ def heartbeat_crimer(line: str, hosts: Hosts) -> tuple[tuple[str | None, str | N
 
 
 def _sort_key(e: Event) -> tuple[Any, ...]:
-    return (e.time is None, e.time or datetime.min, CONFIDENCE_ORDER.get(e.confidence, 3), e.order, e.seq)
+    # A line with no time stamp of its own or above it is placed by its log's order: a log is written in order, so
+    # an earlier line of the same log came first, whatever table found it.
+    where = (e.file_no, e.line) if e.time is None else (0, 0)
+    return (e.time is None, e.time or datetime.min, *where, CONFIDENCE_ORDER.get(e.confidence, 3), e.order, e.seq)
 
 
 @dataclass(frozen=True)
