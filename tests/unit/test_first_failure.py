@@ -20,6 +20,13 @@ from verl_recipe.run import restart
 # (rule id, family, confidence, source, verbatim excerpt): each general rule on the thread it was written from.
 GENERAL: list[tuple[str, str, str, str, str]] = [
     (
+        "custom-code-load",
+        "code-config",
+        "medium",
+        "https://github.com/verl-project/verl/issues/3150",
+        "[Error] Task failed: Can't pickle <function xxx>: it's not the same object as custom_module.char_count_reward_function, completion:",  # noqa: E501
+    ),
+    (
         "ray-worker-died",
         "ray-lost",
         "medium",
@@ -93,10 +100,10 @@ def test_a_failure_no_signature_knows_is_put_in_its_family(
 
 
 def test_a_dead_workers_own_address_is_its_host(tmp_path: Path) -> None:
-    excerpt = GENERAL[0][4]  # verl-project/verl#2987: the raylet names the dead worker's address
+    excerpt = GENERAL[1][4]  # verl-project/verl#2987: the raylet names the dead worker's address
     (finding,) = dg.diagnose([_write(tmp_path / "train.log", excerpt)]).findings
     assert finding.host == "100.96.31.18", "an address the run record does not know is still named"
-    one = dg.diagnose([_write(tmp_path / "other.log", GENERAL[1][4])]).findings[0]
+    one = dg.diagnose([_write(tmp_path / "other.log", GENERAL[2][4])]).findings[0]
     assert (one.host, one.rank) == ("10.0.0.1", "3"), "verl-project/verl#472: ip and WorkerDict_0:3"
     assert any("ip: 10.0.0.1" in line for line in one.evidence)
 

@@ -139,6 +139,17 @@ PEER = "a peer that went away"
 
 RULES: tuple[Rule, ...] = (
     Rule(
+        "custom-code-load",
+        "code-config",
+        MEDIUM,
+        "the run's own reward function could not be loaded or sent to the workers",
+        "verl's loader of a custom reward function",
+        (r"Error loading module from", r"Can't pickle <function[^>]*>: it's not the same object as"),
+        ("error loading module from", "can't pickle <function"),
+        "reward.custom_reward_function.path names a file verl could not import (a syntax error, a missing import), "
+        "or a function that cannot be pickled to the reward workers",
+    ),
+    Rule(
         "ray-memory-monitor",
         "host-memory",
         MEDIUM,
