@@ -13,6 +13,7 @@ import json
 import shlex
 
 import pytest
+from verl_recipe.exitcodes import EXIT_REGRESSION
 
 from simkit.cluster import SimCluster
 from tests.e2e.test_train_fsdp import EXPERIMENTS, RUN_TIMEOUT_S, TRAIN, read_json, runs
@@ -81,7 +82,7 @@ def test_a_memory_leak_fires_its_rule_and_compare_fails_on_peak_memory(cluster: 
     assert any(a.get("rule") == "memory_growth" for a in alerts), alerts
     assert "memory_growth" in out, "the alert is printed as it fires"
     rc, table = in_head(c, f"verl-recipe compare {run_dir} --baseline {baseline} --steps 1-{STEPS}")
-    assert rc == 1, table[-3000:]
+    assert rc == EXIT_REGRESSION, table[-3000:]
     row = next((x for x in table.splitlines() if x.startswith("peak memory")), "")
     assert row.rstrip().endswith("FAIL"), table[-3000:]
     rc, same = in_head(c, f"verl-recipe compare {baseline} --baseline {baseline} --steps 1-{STEPS}")
