@@ -56,7 +56,7 @@ def test_both_live_in_the_recipes_launch_environment() -> None:
             "at least 3621",
         ),
         (  # the extra override of the runtime_env variable is what the workers get
-            ["--", f"{ENV_KEY}HCCL_EXEC_TIMEOUT=3000"],
+            ["--", f"{ENV_KEY}HCCL_EXEC_TIMEOUT='3000'"],
             "env.HCCL_EXEC_TIMEOUT=3000",
             "at most 2979",
         ),
