@@ -9,6 +9,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,21 @@ def screenshot(binary: str, page: Path, out: Path, width: int, height: int) -> P
     )
     assert out.is_file(), f"no screenshot written to {out}"
     return out
+
+
+def find_or_say() -> str | None:
+    """The browser for a picture-making command, or None after one line saying how to install it."""
+    binary = find()
+    if not binary:
+        print("error: chromium is not installed; apt-get install -y chromium (scripts/host-deps.sh)", file=sys.stderr)
+    return binary
+
+
+def keep(shot: Path, out: Path) -> None:
+    """A screenshot taken in a temporary folder, copied to where it was asked for; its size said."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(shot.read_bytes())
+    print(f"{out}: {out.stat().st_size // 1024} KiB")
 
 
 def read_png(path: Path, max_rows: int | None = None) -> tuple[int, int, list[bytes]]:

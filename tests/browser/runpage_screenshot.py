@@ -61,9 +61,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out", metavar="OUT.png", type=Path)
     parser.add_argument("--width", type=int, default=WIDTH, help=f"window width in pixels (default {WIDTH})")
     ns = parser.parse_args(argv)
-    binary = chromium.find()
+    binary = chromium.find_or_say()
     if not binary:
-        print("error: chromium is not installed; apt-get install -y chromium (scripts/host-deps.sh)", file=sys.stderr)
         return 2
     out = ns.out.resolve()
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,9 +73,7 @@ def main(argv: list[str]) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         shot = chromium.screenshot(binary, page, work / "shot.png", ns.width, height_of(binary, page, work, ns.width))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(shot.read_bytes())
-    print(f"{out}: {out.stat().st_size // 1024} KiB")
+        chromium.keep(shot, out)
     return 0
 
 

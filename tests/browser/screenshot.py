@@ -25,9 +25,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.browser.screenshot OUT.png", file=sys.stderr)
         return 2
-    binary = chromium.find()
+    binary = chromium.find_or_say()
     if not binary:
-        print("error: chromium is not installed; apt-get install -y chromium (scripts/host-deps.sh)", file=sys.stderr)
         return 2
     out = Path(argv[0]).resolve()
     here = Path.cwd()
@@ -40,10 +39,7 @@ def main(argv: list[str]) -> int:
             page = write_page([pf, rh]).resolve()
         finally:
             os.chdir(here)
-        shot = chromium.screenshot(binary, page, d / "shot.png", WIDTH, HEIGHT)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(shot.read_bytes())
-    print(f"{out}: {out.stat().st_size // 1024} KiB")
+        chromium.keep(chromium.screenshot(binary, page, d / "shot.png", WIDTH, HEIGHT), out)
     return 0
 
 

@@ -503,6 +503,18 @@ def test_the_tail_keeps_real_line_numbers_and_survives_bad_bytes(tmp_path: Path)
     assert small[1] == 1 and len(small[0]) == 1001
 
 
+def test_the_tail_of_a_window_keeps_real_line_numbers(tmp_path: Path) -> None:
+    path = _log(tmp_path, b"".join(b"line %d\n" % i for i in range(1, 101)))
+    start = len(b"".join(b"line %d\n" % i for i in range(1, 11)))
+    end = len(b"".join(b"line %d\n" % i for i in range(1, 21)))
+    lines, first = dglogs.read_tail(path, since=start, until=end)
+    assert (lines, first) == (tuple(f"line {i}" for i in range(11, 21)), 11)
+    lines, first = dglogs.read_tail(path, cap=len(b"line 20\n"), since=start, until=end)
+    assert (lines, first) == (("line 20",), 20), "the cap counts back from the window's end"
+    assert dglogs.read_tail(path, since=end, until=end) == ((), 21), "an empty window"
+    assert len(dglogs.read_tail(path, since=start, until=10**9)[0]) == 100, "an end beyond the file: read whole"
+
+
 def test_cli_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _run_folder(tmp_path)
     res = run(capsys, "diagnose", str(run_dir))

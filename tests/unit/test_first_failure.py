@@ -15,7 +15,7 @@ from verl_recipe.diagnosis import diagnose as dg
 from verl_recipe.diagnosis import firstfailure as ff
 from verl_recipe.diagnosis.families import BY_FAMILY, FAMILIES, RULES, is_noise
 from verl_recipe.diagnosis.signatures import BY_ID
-from verl_recipe.run import restart
+from verl_recipe.run import record, restart
 
 # (rule id, family, confidence, source, verbatim excerpt): each general rule on the thread it was written from.
 GENERAL: list[tuple[str, str, str, str, str]] = [
@@ -329,6 +329,29 @@ def test_a_node_logs_past_is_not_this_runs_failure(tmp_path: Path) -> None:
     (run_dir / "node_logs_at_start.json").write_text(json.dumps({"a3-01.log": 10**9}))
     (run_dir / "train.log").write_text("(TaskRunner pid=512) step:3 - timing_s/step:2.3\n")
     assert [f.host for f in dg.diagnose([run_dir]).findings] == ["a3-01"]
+
+
+def test_a_node_logs_future_is_not_this_runs_failure(tmp_path: Path) -> None:
+    """A run diagnosed later reads only its own window of each node log: the node's restart after the run (on the
+    simulated cluster, Ray's `No module named 'acl'` at node start) or the next run's failure is not this run's. The
+    launcher records the sizes at the run's end (node_logs_at_end.json) just before its own diagnosis."""
+    nodes = {f"a3-0{n}": f"{_ray_start(n)}\n" for n in (1, 2, 3)}
+    run_dir = _run_folder(tmp_path, "(TaskRunner pid=512) step:3 - timing_s/step:2.3\n", nodes)
+    sizes = {p.name: p.stat().st_size for p in (run_dir / "nodes").iterdir()}
+    (run_dir / "node_logs_at_start.json").write_text(json.dumps(dict.fromkeys(sizes, 0)))
+    assert json.loads(record.record_node_log_ends(run_dir).read_text()) == sizes, "what the launcher writes at the end"
+    assert dg.diagnose([run_dir]).findings == (), "a healthy run"
+    later = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'acl'\n"
+    with (run_dir / "nodes" / "a3-02.log").open("a") as fh:
+        fh.write(later)
+    assert dg.diagnose([run_dir]).findings == (), "what a3-02 wrote after the run ended is not read"
+    (run_dir / "node_logs_at_end.json").unlink()
+    assert [f.host for f in dg.diagnose([run_dir]).findings] == ["a3-02"], "no end recorded: read to the end"
+    # an end beyond the file (the log was replaced since) or before the start is no window: the file is read whole
+    for start, end in ((0, 10**9), (sizes["a3-02.log"], 1)):
+        (run_dir / "node_logs_at_start.json").write_text(json.dumps({"a3-02.log": start}))
+        (run_dir / "node_logs_at_end.json").write_text(json.dumps({"a3-02.log": end}))
+        assert [f.host for f in dg.diagnose([run_dir]).findings] == ["a3-02"], (start, end)
 
 
 # The simulated cluster's real training with a reward function that does not compile (a file written with literal

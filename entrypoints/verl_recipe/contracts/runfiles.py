@@ -20,11 +20,13 @@ STOP_REQUEST = "stop_request.json"  # written by `verl-recipe stop`: who asked a
 # {"<host>.log": bytes}: each node log's size when the run started. A node log holds the node's whole life (its
 # start-up, earlier runs); diagnose reads it from here on, so nothing before this run is taken for its failure.
 NODE_LOGS_AT_START = "node_logs_at_start.json"
+# The same at the run's end: a run diagnosed later reads only its own window, never a node's later restart.
+NODE_LOGS_AT_END = "node_logs_at_end.json"
 
 # Every name, in the order docs/contracts.md lists them.
 ALL = (
     LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES,
-    HEARTBEAT, STOP_REQUEST, NODE_LOGS_AT_START,
+    HEARTBEAT, STOP_REQUEST, NODE_LOGS_AT_START, NODE_LOGS_AT_END,
 )  # fmt: skip
 
 # The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page

@@ -42,7 +42,7 @@ from ..problems import error
 from . import families as fam
 from .events import all_events
 from .firstfailure import Event, Hosts, hosts_of, node_of, order, year_of
-from .logs import LogText, log_files, node_log_starts, read_logs
+from .logs import LogText, log_files, node_log_windows, read_logs
 from .signatures import BY_ID, SIGNATURES, Signature
 
 EXCERPT_CHARS = 400
@@ -352,7 +352,7 @@ def _run_dirs(paths: Sequence[Path]) -> list[Path]:
 
 
 def diagnose(paths: Sequence[Path], base: Path | None = None) -> Diagnosis:
-    logs = read_logs(log_files(paths, base), node_log_starts(_run_dirs(paths)))
+    logs = read_logs(log_files(paths, base), node_log_windows(_run_dirs(paths)))
     names = tuple(log.name for log in logs)
     node_logs = {h: log.lines for log in logs if (h := node_of(log.name)) is not None and log.name.endswith(".log")}
     hosts = hosts_of(_run_dirs(paths), node_logs) if logs else Hosts({})

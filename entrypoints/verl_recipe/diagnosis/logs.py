@@ -27,6 +27,10 @@ LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+# A file's part to read: its first byte and the byte after its last (None: to its end).
+Window = tuple[int, int | None]
+
+
 @dataclass(frozen=True)
 class LogText:
     name: str  # as shown: relative to the run folder, or the path given
@@ -98,9 +102,12 @@ def log_files(paths: Sequence[Path], base: Path | None = None) -> list[tuple[Pat
     return out
 
 
-def read_tail(path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0) -> tuple[tuple[str, ...], int | None]:
-    """The file's last `cap` bytes as lines, none before byte `since` (ignored when the file is now shorter: it was
-    replaced), and the number in the whole file of the first one.
+def read_tail(
+    path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0, until: int | None = None
+) -> tuple[tuple[str, ...], int | None]:
+    """The last `cap` bytes of the file's window [since, until) as lines, and the number in the whole file of the
+    first one. The window is the whole file when it does not fit the file now (it was replaced): `since` beyond its
+    end, or `until` beyond its end or before `since`.
 
     The number is None when the part skipped is too large to count lines in within the time bound. A line is
     what "\\n" ends, as `grep -n` counts them: a progress bar's carriage returns do not end one.
@@ -112,7 +119,10 @@ def read_tail(path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0) -> tuple[tu
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     with os.fdopen(fd, "rb") as fh:
         size = fh.seek(0, os.SEEK_END)
-        start = max(since if 0 < since <= size else 0, size - cap)
+        end = size if until is None else until
+        if not 0 <= since <= end <= size:  # the file is not the one measured: read it whole
+            since, end = 0, size
+        start = max(since, end - cap)
         skipped: int | None = 0
         cut = False
         if start:
@@ -131,7 +141,7 @@ def read_tail(path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0) -> tuple[tu
             else:
                 skipped = None
         fh.seek(start)
-        data = fh.read(cap)
+        data = fh.read(end - start)
     # Not str.splitlines(): it also splits on \r, \f, \x1c-\x1e, \x85 and \u2028, which would move every
     # file:line after a tqdm bar away from the line a person finds with `grep -n`.
     lines = data.decode("utf-8", errors="replace").split("\n")
@@ -144,16 +154,17 @@ def read_tail(path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0) -> tuple[tu
     return tuple(ANSI.sub("", line) for line in lines), first
 
 
-def read_logs(files: Sequence[tuple[Path, str]], since: Mapping[Path, int] | None = None) -> list[LogText]:
-    """Each file's tail as numbered lines, within the budgets; `since`: a file's first byte to read (a node log's
-    size when the run started)."""
+def read_logs(files: Sequence[tuple[Path, str]], windows: Mapping[Path, Window] | None = None) -> list[LogText]:
+    """Each file's tail as numbered lines, within the budgets; `windows`: a file's part to read (a node log's sizes
+    when the run started and ended)."""
     out: list[LogText] = []
     budget = MAX_TOTAL_BYTES
     for path, name in files:
         if budget <= 0:
             break
         try:
-            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget), (since or {}).get(path, 0))
+            since, until = (windows or {}).get(path, (0, None))
+            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget), since, until)
         except OSError:
             continue  # a log that vanished or cannot be read: the others still count
         budget -= sum(len(line) + 1 for line in lines)
@@ -164,18 +175,25 @@ def read_logs(files: Sequence[tuple[Path, str]], since: Mapping[Path, int] | Non
     return out
 
 
-def node_log_starts(run_dirs: Sequence[Path]) -> dict[Path, int]:
-    """Where this run's part of each node log begins (the run folder's NODE_LOGS_AT_START); none for a run folder
-    written before the file existed, or a damaged one: then the node logs are read whole, as before."""
-    out: dict[Path, int] = {}
+def _sizes(run_dir: Path, name: str) -> dict[str, int]:
+    """{"<host>.log": bytes} from one of the run folder's node-log size files; {} when absent or damaged."""
+    try:
+        doc = load_json(read_file(run_dir / name, 2**20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(k, str) and "/" not in k and type(v) is int and v >= 0}
+
+
+def node_log_windows(run_dirs: Sequence[Path]) -> dict[Path, Window]:
+    """This run's part of each node log: from its size when the run started (NODE_LOGS_AT_START) to its size when
+    the run ended (NODE_LOGS_AT_END). No start: from the beginning (a run folder written before the file existed, or
+    a damaged one); no end: to the end (a run still going, or one whose supervisor died)."""
+    out: dict[Path, Window] = {}
     for run_dir in run_dirs:
-        try:
-            doc = load_json(read_file(run_dir / runfiles.NODE_LOGS_AT_START, 2**20))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        for name, size in doc.items():
-            if isinstance(name, str) and "/" not in name and type(size) is int and size > 0:
-                out[run_dir / runfiles.NODES / name] = size
+        starts = _sizes(run_dir, runfiles.NODE_LOGS_AT_START)
+        ends = _sizes(run_dir, runfiles.NODE_LOGS_AT_END)
+        for name in sorted(starts.keys() | ends.keys()):
+            out[run_dir / runfiles.NODES / name] = (starts.get(name, 0), ends.get(name))
     return out

@@ -35,6 +35,7 @@ from .record import (
     new_run_dir,
     record_end,
     record_lost,
+    record_node_log_ends,
     record_resume,
     resumed_step,
     write_checkpoint_identity,
@@ -284,6 +285,7 @@ class RunSupervisor:
             stopped = {**self.stop_asked, "at_step": self.last_step, "last_checkpoint": last}
         record_end(self.run_dir, rc, self.lost, verl_rc, asdict(self.stopped[0]) if self.stopped else None, stopped)
         request_snapshots(self.run_dir, str(self.resolved.values["LOG_DIR"]), AFTER, since=self.started_at)
+        record_node_log_ends(self.run_dir)
         if rc and not self.show:
             sys.stderr.write(f"last lines of {self.log_path}:\n{last_lines(self.log_path, 30)}")
         outcome = self.run_dir / runfiles.OUTCOME

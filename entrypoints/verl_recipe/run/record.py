@@ -88,8 +88,16 @@ def write_run_record(run_dir: Path, launch: Launch, resolved: Resolved, extra_in
     return run_dir
 
 
+def record_node_log_ends(run_dir: Path) -> Path:
+    """Where this run's part of each node log ends, written just before its own diagnosis: a diagnosis made later
+    reads the same window and gives the same answer, never a node's later restart or the next run's failure."""
+    path = run_dir / runfiles.NODE_LOGS_AT_END
+    path.write_text(json.dumps(node_log_sizes(run_dir / runfiles.NODES), indent=1, sort_keys=True))
+    return path
+
+
 def node_log_sizes(nodes: Path) -> dict[str, int]:
-    """Each host's node log's size now: where this run's part of it begins (diagnose reads from there)."""
+    """Each host's node log's size now: where this run's part of it begins, or ends (diagnose reads between)."""
     sizes: dict[str, int] = {}
     try:
         for log in nodes.glob("*.log"):
