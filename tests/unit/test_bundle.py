@@ -167,6 +167,37 @@ def test_the_cap_cuts_the_biggest_files_from_the_front_and_says_so(site: dict[st
     )
 
 
+def test_a_node_log_ends_where_the_run_ended(site: dict[str, Path]) -> None:
+    """A node log holds its host's whole life: a bundle made after later runs keeps its part up to this run's end
+    (node_logs_at_end.json, as diagnose reads it), and a cut keeps the tail of that part, not the later runs'."""
+    log = site["nodes"] / "a3-02.log"
+    run_lines = [f"line {i:07d} of this run\n" for i in range(60000)]  # about 1.4 MB
+    log.write_text("".join(run_lines))
+    end = log.stat().st_size
+    (site["run"] / "node_logs_at_end.json").write_text(json.dumps({"a3-02.log": end}))
+    later = "".join(f"line {i:07d} of a later run: ModuleNotFoundError\n" for i in range(40000))
+    with log.open("a") as fh:
+        fh.write(later)
+    rc, archive, err = make_bundle(site["run"])
+    assert rc == 0 and archive is not None, err
+    files = members(archive)
+    assert files["hosts/a3-02/node.log"] == "".join(run_lines).encode(), "up to the run's end, from the node's start"
+    manifest = files["MANIFEST.txt"].decode()
+    total = log.stat().st_size
+    assert f"hosts/a3-02/node.log  {end} bytes  (the run's part: its first {end} of {total} bytes" in manifest
+    assert files["hosts/a3-01/node.log"].startswith(b"a3-01: starting Ray head"), "no window recorded: whole"
+    rc, archive, err = make_bundle(site["run"], "--max-mb", "1")
+    assert rc == 0 and archive is not None, err
+    kept = members(archive)["hosts/a3-02/node.log"]
+    assert kept.endswith(run_lines[-1].encode()) and b"later run" not in kept, "the cut keeps the run's last lines"
+    assert len(kept) < end
+    # an end the file no longer reaches: the log was replaced since, so it comes whole
+    log.write_text("a3-02: a new node log\n")
+    rc, archive, err = make_bundle(site["run"])
+    assert rc == 0 and archive is not None, err
+    assert members(archive)["hosts/a3-02/node.log"] == b"a3-02: a new node log\n"
+
+
 def test_a_secret_across_the_cut_is_masked_whole() -> None:
     secrets = Secrets()
     secrets.add("tok", TOKEN.encode())

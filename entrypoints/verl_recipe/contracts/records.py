@@ -13,7 +13,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from . import runfiles
+
 Record = dict[str, Any]
+# A file's part to read: its first byte and the byte after its last (None: to its end).
+Window = tuple[int, int | None]
 
 # A step is a count: beyond 2**53 a float (a plot's axis, a JSON reader elsewhere) no longer holds it exactly.
 MAX_STEP = 2**53
@@ -101,3 +105,24 @@ def complete_records(buffer: bytes) -> tuple[list[Record], bytes]:
     """The whole lines of `buffer` as records (lines that are no record are skipped), and the rest."""
     *lines, rest = buffer.split(b"\n")
     return [rec for line in lines if (rec := parse_record(line)) is not None], rest
+
+
+def _log_sizes(run_dir: Path, name: str) -> dict[str, int]:
+    """{"<host>.log": bytes} from one of the run folder's node-log size files; {} when absent or damaged."""
+    try:
+        doc = load_json(read_file(run_dir / name, 2**20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(k, str) and "/" not in k and type(v) is int and v >= 0}
+
+
+def node_log_windows(run_dir: Path) -> dict[str, Window]:
+    """This run's part of each node log, by the log's name: from its size when the run started
+    (NODE_LOGS_AT_START) to its size when the run ended (NODE_LOGS_AT_END). No start: from the beginning (a run
+    folder written before the file existed, or a damaged one); no end: to the end (a run still going, or one whose
+    supervisor died). Diagnose and the bundle read the same part."""
+    starts = _log_sizes(run_dir, runfiles.NODE_LOGS_AT_START)
+    ends = _log_sizes(run_dir, runfiles.NODE_LOGS_AT_END)
+    return {name: (starts.get(name, 0), ends.get(name)) for name in sorted(starts.keys() | ends.keys())}

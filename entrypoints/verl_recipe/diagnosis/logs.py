@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contracts import runfiles
-from ..contracts.records import load_json, read_file
+from ..contracts.records import Window
+from ..contracts.records import node_log_windows as windows_of
 from ..problems import one_line
 
 MAX_TAIL_BYTES = 8 * 2**20  # the end of a log is where a run's failure is
@@ -25,10 +26,6 @@ MAX_DEPTH = 8
 MAX_WALK_ENTRIES = 200_000  # names looked at below a run folder before the walk stops going deeper
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-# A file's part to read: its first byte and the byte after its last (None: to its end).
-Window = tuple[int, int | None]
 
 
 @dataclass(frozen=True)
@@ -175,25 +172,6 @@ def read_logs(files: Sequence[tuple[Path, str]], windows: Mapping[Path, Window] 
     return out
 
 
-def _sizes(run_dir: Path, name: str) -> dict[str, int]:
-    """{"<host>.log": bytes} from one of the run folder's node-log size files; {} when absent or damaged."""
-    try:
-        doc = load_json(read_file(run_dir / name, 2**20))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    return {k: v for k, v in doc.items() if isinstance(k, str) and "/" not in k and type(v) is int and v >= 0}
-
-
 def node_log_windows(run_dirs: Sequence[Path]) -> dict[Path, Window]:
-    """This run's part of each node log: from its size when the run started (NODE_LOGS_AT_START) to its size when
-    the run ended (NODE_LOGS_AT_END). No start: from the beginning (a run folder written before the file existed, or
-    a damaged one); no end: to the end (a run still going, or one whose supervisor died)."""
-    out: dict[Path, Window] = {}
-    for run_dir in run_dirs:
-        starts = _sizes(run_dir, runfiles.NODE_LOGS_AT_START)
-        ends = _sizes(run_dir, runfiles.NODE_LOGS_AT_END)
-        for name in sorted(starts.keys() | ends.keys()):
-            out[run_dir / runfiles.NODES / name] = (starts.get(name, 0), ends.get(name))
-    return out
+    """This run's part of each node log of each run folder (contracts/records.py node_log_windows), by its path."""
+    return {run_dir / runfiles.NODES / name: w for run_dir in run_dirs for name, w in windows_of(run_dir).items()}

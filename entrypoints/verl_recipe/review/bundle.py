@@ -3,7 +3,7 @@
 What goes in (docs/troubleshooting.md, "Evidence from every host"; the layout on shared storage is
 cluster/evidence.py's):
     run/                    the run folder: train.log, settings.json, launch.json, outcome.json, diagnosis.json, ...
-    hosts/<host>/node.log   the node's log (LOG_DIR/nodes/<host>.log)
+    hosts/<host>/node.log   the node's log (LOG_DIR/nodes/<host>.log) up to the run's end
     hosts/<host>/cann/      CANN's plogs and device logs written while the run went (by their time)
     hosts/<host>/...        the run's evidence from that host: npu-smi before and after, the job's Ray logs, the
                             kernel log's tail, doctor's report, the preflight report (`make logs` adds the last ones)
@@ -43,6 +43,7 @@ from typing import IO, Any
 
 from ..cluster import evidence
 from ..contracts import runfiles
+from ..contracts.records import node_log_windows
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
 from .redact import RedactError, Redactor, load_secrets
@@ -67,7 +68,8 @@ class BundleError(ValueError):
 class Item:
     arc: str  # path inside the archive, below its top folder
     path: Path
-    size: int
+    size: int  # the bytes it brings: the file's size, or `until`
+    until: int | None = None  # a node log: where the run's part ends (what the node wrote after is another run's)
 
 
 @dataclass
@@ -243,6 +245,7 @@ def plan_bundle(run_dir: Path, log_dir: Path, environ: dict[str, str] | None = N
             return st.st_mtime >= lo and (hi is None or st.st_mtime <= hi)
 
         plan.hosts = hosts_in(nodes)
+        windows = node_log_windows(run_dir)
         for host in plan.hosts:
             log = nodes / f"{host}.log"
             try:
@@ -250,7 +253,11 @@ def plan_bundle(run_dir: Path, log_dir: Path, environ: dict[str, str] | None = N
             except OSError:
                 st = None
             if st is not None and stat.S_ISREG(st.st_mode):
-                plan.items.append(Item(f"hosts/{host}/node.log", log, st.st_size))
+                # From the node's start (its start-up may be why the run failed) to the run's end, as diagnose reads
+                # it; an end the file no longer reaches means it was replaced: whole.
+                start, end = windows.get(log.name, (0, None))
+                until = end if end is not None and start <= end <= st.st_size else None
+                plan.items.append(Item(f"hosts/{host}/node.log", log, st.st_size if until is None else until, until))
             elif st is not None:
                 plan.skipped.append(f"hosts/{host}/node.log: {log} is not a regular file")
             cann = evidence.cann_log_dir(log_dir, host)
@@ -324,19 +331,23 @@ class Written:
     note: str = ""
 
 
-def _read_tail(path: Path, limit: int | None, redactor: Redactor, sink: IO[bytes]) -> tuple[int, int, str]:
-    """Copy the file's last `limit` bytes (all of it when None), redacted, into `sink`: (bytes read, size, note)."""
+def _read_tail(
+    path: Path, limit: int | None, redactor: Redactor, sink: IO[bytes], until: int | None = None
+) -> tuple[int, int, str]:
+    """Copy the last `limit` bytes (all when None) of the file's first `until` bytes (all when None or beyond its
+    end), redacted, into `sink`: (bytes read, the bytes it was read from, note)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(f"{path} is no longer a regular file")
         size = st.st_size
-        start = 0 if limit is None or size <= limit else size - limit
+        end = until if until is not None and until <= size else size
+        start = 0 if limit is None or end <= limit else end - limit
         # from a little before the cut, so that a secret across it is found and masked whole
         margin = min(start, redactor.overlap)
         f.seek(start - margin)
-        want = size - start + margin
+        want = end - start + margin
         got = 0
 
         def blocks() -> Iterator[bytes]:
@@ -350,10 +361,12 @@ def _read_tail(path: Path, limit: int | None, redactor: Redactor, sink: IO[bytes
 
         for out in redactor.stream(blocks(), skip=margin):
             sink.write(out)
-        note = ""
+        notes = []
+        if end < size:
+            notes.append(f"the run's part: its first {end} of {size} bytes; the rest, written after the run, left out")
         if got < want:
-            note = f"shrank while read ({size} bytes when opened)"
-        return max(0, got - margin), size, note
+            notes.append(f"shrank while read ({size} bytes when opened)")
+        return max(0, got - margin), end, "; ".join(notes)
 
 
 def write_bundle(plan: Plan, out: Path, cap: int, redactor: Redactor) -> list[Written]:
@@ -368,7 +381,7 @@ def write_bundle(plan: Plan, out: Path, cap: int, redactor: Redactor) -> list[Wr
                 arc = redactor.text(item.arc.encode()).decode(errors="replace")
                 with tempfile.SpooledTemporaryFile(max_size=8 * 2**20) as spool:
                     try:
-                        kept, size, note = _read_tail(item.path, limit, redactor, spool)
+                        kept, size, note = _read_tail(item.path, limit, redactor, spool, item.until)
                     except FileNotFoundError:
                         plan.skipped.append(f"{arc}: vanished while read")
                         continue
