@@ -75,10 +75,9 @@ def baseline(cluster: SimCluster) -> str:
     found = healthy_run(cluster)
     if found is not None:
         return found
-    before = set(runs(cluster, HEALTHY))
-    p = on_host(cluster, "a3-01", f"{TRAIN} --set TOTAL_TRAINING_STEPS={BASE_STEPS}", timeout=RUN_TIMEOUT_S)
-    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    return next(r for r in runs(cluster, HEALTHY) if r not in before)
+    rc, out, run_dir = train(cluster, HEALTHY)
+    assert rc == 0, out[-4000:]
+    return run_dir
 
 
 def test_a_healthy_run_has_no_alert_and_no_diagnosis_finding(cluster: SimCluster, baseline: str) -> None:

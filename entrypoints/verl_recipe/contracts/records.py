@@ -118,6 +118,14 @@ def _log_sizes(run_dir: Path, name: str) -> dict[str, int]:
     return {k: v for k, v in doc.items() if isinstance(k, str) and "/" not in k and type(v) is int and v >= 0}
 
 
+def part_of(window: Window, size: int) -> tuple[int, int]:
+    """The bytes [start, end) of a window in a file of `size` bytes now; the whole file when the window does not fit
+    it (its start or end beyond the file's end, its end before its start): the file is not the one measured."""
+    since, until = window
+    end = size if until is None else until
+    return (since, end) if 0 <= since <= end <= size else (0, size)
+
+
 def node_log_windows(run_dir: Path) -> dict[str, Window]:
     """This run's part of each node log, by the log's name: from its size when the run started
     (NODE_LOGS_AT_START) to its size when the run ended (NODE_LOGS_AT_END). No start: from the beginning (a run

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contracts import runfiles
-from ..contracts.records import Window
+from ..contracts.records import Window, part_of
 from ..contracts.records import node_log_windows as windows_of
 from ..problems import one_line
 
@@ -116,9 +116,7 @@ def read_tail(
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     with os.fdopen(fd, "rb") as fh:
         size = fh.seek(0, os.SEEK_END)
-        end = size if until is None else until
-        if not 0 <= since <= end <= size:  # the file is not the one measured: read it whole
-            since, end = 0, size
+        since, end = part_of((since, until), size)
         start = max(since, end - cap)
         skipped: int | None = 0
         cut = False

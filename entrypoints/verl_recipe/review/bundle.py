@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from ..cluster import evidence
 from ..contracts import runfiles
-from ..contracts.records import node_log_windows
+from ..contracts.records import node_log_windows, part_of
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
 from .redact import RedactError, Redactor, load_secrets
@@ -255,8 +255,8 @@ def plan_bundle(run_dir: Path, log_dir: Path, environ: dict[str, str] | None = N
             if st is not None and stat.S_ISREG(st.st_mode):
                 # From the node's start (its start-up may be why the run failed) to the run's end, as diagnose reads
                 # it; an end the file no longer reaches means it was replaced: whole.
-                start, end = windows.get(log.name, (0, None))
-                until = end if end is not None and start <= end <= st.st_size else None
+                _, end = part_of(windows.get(log.name, (0, None)), st.st_size)
+                until = end if end < st.st_size else None
                 plan.items.append(Item(f"hosts/{host}/node.log", log, st.st_size if until is None else until, until))
             elif st is not None:
                 plan.skipped.append(f"hosts/{host}/node.log: {log} is not a regular file")
