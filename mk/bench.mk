@@ -7,9 +7,9 @@ BENCH_SECTIONS ?= deploy,preflight,launch,image,cli,rebuild,simcost,nodeloss,tra
 BENCH_NAME     ?= bench
 
 .PHONY: bench
-bench: host-deps compose-plugin image-sim-tgz sim-image ## The bench on the simulated cluster, sections as bench/README.md lists them (QUICK=1: small)
+bench: host-deps compose-plugin image-sim-tgz sim-image ### The bench on the simulated cluster, sections as bench/README.md lists them (QUICK=1: small)
 	$(PY) -m bench.run $(if $(QUICK),--quick) --sections '$(BENCH_SECTIONS)' --name '$(BENCH_NAME)'
 
 .PHONY: test-bench
-test-bench: venv ## Unit tests of the bench driver's pure parts (no Docker, no timing)
+test-bench: venv ### Unit tests of the bench driver's pure parts (no Docker, no timing)
 	$(VENV)/bin/pytest tests/bench $(PYTEST_ARGS)

@@ -4,7 +4,7 @@ KEEP   ?= 0
 SIM_IMAGE_TAR ?= build/images/verl-recipe-sim.tar
 
 .PHONY: image-sim-tar
-image-sim-tar: image-sim ## verl-recipe:sim saved as the tarball the simulated inventory distributes
+image-sim-tar: image-sim ### verl-recipe:sim saved as the tarball the simulated inventory distributes
 	mkdir -p $(dir $(SIM_IMAGE_TAR))
 	docker save verl-recipe:sim -o $(SIM_IMAGE_TAR).part
 	mv $(SIM_IMAGE_TAR).part $(SIM_IMAGE_TAR)
@@ -13,7 +13,7 @@ image-sim-tar: image-sim ## verl-recipe:sim saved as the tarball the simulated i
 SIM_IMAGE_TGZ ?= build/images/verl-recipe-sim.tar.gz
 
 .PHONY: image-sim-tgz
-image-sim-tgz: image-sim ## verl-recipe:sim saved gzip-compressed (what make demo and make bench distribute)
+image-sim-tgz: image-sim ### verl-recipe:sim saved gzip-compressed (what make demo and make bench distribute)
 	mkdir -p $(dir $(SIM_IMAGE_TGZ))
 	docker save verl-recipe:sim | gzip -1 > $(SIM_IMAGE_TGZ).part
 	mv $(SIM_IMAGE_TGZ).part $(SIM_IMAGE_TGZ)

@@ -27,11 +27,10 @@ SIM_RUNTIME_IMAGE ?= verl-recipe-runtime:sim
 SIM_IMAGE       ?= verl-recipe:sim
 # Read from the manifest only when a recipe needs it (the venv exists by then).
 DEBIAN_SUITE    = $(shell $(IMAGETOOL) get base.debian_suite)
-UV_LOCK         = uv pip compile --quiet --generate-hashes --python-version 3.11
 SIM_PLATFORM    ?= x86_64-manylinux_2_28
 
 .PHONY: image-runtime-sim
-image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (classic builder)
+image-runtime-sim: venv ### Build the simulated runtime verl-recipe-runtime:sim (classic builder)
 	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
 	$(IMAGETOOL) sim-context $(IMAGE_BUILD_DIR)/sim-runtime --ca-bundle "$(PIP_CA_BUNDLE)" \
 	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d)) $(if $(SIM_WHEELHOUSE),--wheelhouse $(SIM_WHEELHOUSE))
@@ -43,7 +42,7 @@ image-runtime-sim: venv ## Build the simulated runtime verl-recipe-runtime:sim (
 image-runtime-sim: export PIP_INDEX_URL := $(PIP_INDEX_URL)
 
 .PHONY: wheels-sim
-wheels-sim: venv ## Download every locked file of the sim runtime into SIM_WHEELHOUSE (for offline builds)
+wheels-sim: venv ### Download every locked file of the sim runtime into SIM_WHEELHOUSE (for offline builds)
 	@test -n "$(SIM_WHEELHOUSE)" || { echo "wheels-sim: set SIM_WHEELHOUSE=<folder>" >&2; exit 2; }
 	@python3 -m pip --version >/dev/null 2>&1 || { echo "wheels-sim: python3 has no pip: apt-get install python3-pip" >&2; exit 1; }
 	mkdir -p $(SIM_WHEELHOUSE)
@@ -52,12 +51,12 @@ wheels-sim: venv ## Download every locked file of the sim runtime into SIM_WHEEL
 	  --dest $(SIM_WHEELHOUSE) -r docker/sim-runtime/requirements.lock -r docker/sim-runtime/verl.lock
 
 .PHONY: image-sim
-image-sim: image-runtime-sim ## Build verl-recipe:sim: the recipe layer on the simulated runtime
+image-sim: image-runtime-sim ### Build verl-recipe:sim: the recipe layer on the simulated runtime
 	$(MAKE) --no-print-directory image-recipe RUNTIME_IMAGE=$(SIM_RUNTIME_IMAGE) RECIPE_IMAGE=$(SIM_IMAGE)
 
 # The recipe layer alone (seconds): RUNTIME_IMAGE and RECIPE_IMAGE name the images.
 .PHONY: image-recipe
-image-recipe: venv ## The recipe layer alone, offline, in seconds: RUNTIME_IMAGE=... RECIPE_IMAGE=...
+image-recipe: venv ### The recipe layer alone, offline, in seconds: RUNTIME_IMAGE=... RECIPE_IMAGE=...
 	@test -n "$(RUNTIME_IMAGE)" -a -n "$(RECIPE_IMAGE)" || { echo "image-recipe: set RUNTIME_IMAGE and RECIPE_IMAGE" >&2; exit 2; }
 	# --network none: the recipe layer downloads nothing, so it builds offline and in seconds.
 	mkdir -p $(IMAGE_BUILD_DIR)
@@ -66,7 +65,7 @@ image-recipe: venv ## The recipe layer alone, offline, in seconds: RUNTIME_IMAGE
 	$(IMAGETOOL) label-check $(RECIPE_IMAGE)
 
 .PHONY: image-repro-sim
-image-repro-sim: image-sim ## Rebuild the sim runtime without cache and compare the package sets (reproducibility)
+image-repro-sim: image-sim ### Rebuild the sim runtime without cache and compare the package sets (reproducibility)
 	bash docker/sim-runtime/repro-check.sh $(SIM_IMAGE) $(MAKE)
 
 .PHONY: sources
@@ -83,18 +82,18 @@ base-digest: venv ## Record the CANN base image digest (SOC=a3|a2) where the reg
 
 # The NPU build arguments, written first so that a bad SOC stops everything before anything starts.
 .PHONY: npu-args
-npu-args: venv ## Write the NPU build arguments for SOC (a3|a2) from docker/versions.yaml
+npu-args: venv ### Write the NPU build arguments for SOC (a3|a2) from docker/versions.yaml
 	mkdir -p $(IMAGE_BUILD_DIR)
 	$(IMAGETOOL) build-args npu --soc $(SOC) > $(IMAGE_BUILD_DIR)/npu-$(SOC).args
 
 # Everything the build needs that a fresh clone lacks, checked before the base pull: one line naming the next command.
 .PHONY: npu-ready
-npu-ready: venv ## Check what make image-npu needs (sources, the Ascend lock, ASCEND_INDEX_URL) before it starts
+npu-ready: venv ### Check what make image-npu needs (sources, the Ascend lock, ASCEND_INDEX_URL) before it starts
 	$(SOURCESTOOL) ready --dest $(SOURCES_DIR) --lock docker/sources.lock --lock-dir docker/lock --ca-bundle "$(PIP_CA_BUNDLE)"
 npu-ready: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
 
 .PHONY: image-runtime-npu
-image-runtime-npu: venv npu-args npu-ready ## Build the NPU runtime (Ascend build host only; SOC=a3|a2)
+image-runtime-npu: venv npu-args npu-ready ### Build the NPU runtime (Ascend build host only; SOC=a3|a2)
 	@digest="$$($(IMAGETOOL) get base.cann.$(if $(filter a3,$(SOC)),digest,digest_$(SOC)))"; \
 	  [ -n "$$digest" ] || echo "image-runtime-npu: WARNING: no digest recorded for the SOC=$(SOC) CANN base: building from the tag only; run 'make base-digest SOC=$(SOC)' where the registry is reachable" >&2
 	$(SOURCESTOOL) context --dest $(SOURCES_DIR) --lock docker/sources.lock --out $(IMAGE_BUILD_DIR)/npu \
@@ -120,7 +119,7 @@ SOURCES_LOCK    ?= docker/sources.lock
 SOURCES_MANIFEST ?= docker/versions.yaml
 
 .PHONY: image-npu-standin
-image-npu-standin: venv ## Build the STAND-IN for the CANN base (rehearsal only; not CANN)
+image-npu-standin: venv ### Build the STAND-IN for the CANN base (rehearsal only; not CANN)
 	bash docker/sim-runtime/ensure-base.sh "verl-recipe-base:$(DEBIAN_SUITE)" "$(DEBIAN_SUITE)"
 	mkdir -p $(IMAGE_BUILD_DIR)
 	$(IMAGETOOL) build-args npu-standin > $(IMAGE_BUILD_DIR)/npu-standin.args
@@ -141,18 +140,20 @@ image-npu-rehearsal: venv npu-args image-npu-standin ## Rehearse make image-npu 
 image-npu-rehearsal: export PIP_INDEX_URL := $(PIP_INDEX_URL)
 
 .PHONY: lock-sim
-lock-sim: venv ## Re-resolve the simulated runtime's locks from the manifest
-	$(IMAGETOOL) lock-input sim -o docker/sim-runtime/requirements.in
-	$(IMAGETOOL) lock-input sim-verl -o docker/sim-runtime/verl.in
-	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" \
-	  $(foreach d,$(SIM_FIND_LINKS),--find-links $(d)) docker/sim-runtime/requirements.in -o docker/sim-runtime/requirements.lock
-	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" \
-	  docker/sim-runtime/requirements.in -o docker/sim-runtime/requirements-pypi.lock
-	$(UV_LOCK) --python-platform $(SIM_PLATFORM) --custom-compile-command "make lock-sim" --no-deps \
-	  docker/sim-runtime/verl.in -o docker/sim-runtime/verl.lock
+lock-sim: venv ### Re-resolve the simulated runtime's locks from the manifest (the CPU one only with SIM_FIND_LINKS)
+	bash docker/sim-runtime/lock.sh write
+
+# The build host's one lock step (README step 2): every lock the manifest feeds, in the order their inputs depend
+# on it, with no machine-local folder assumed (the CPU-torch locks are left as they are where no wheel folder
+# exists), then the checks that no version moved. Run after `make base-digest`: the dev lock's input records the
+# manifest's sha256.
+.PHONY: locks
+locks: venv ## Build host: refresh every lock the manifest feeds (NPU, simulated runtime, dev), then check them (PyPI)
+	$(MAKE) --no-print-directory lock-npu lock-sim lock
+	$(MAKE) --no-print-directory lock-npu-check lock-sim-check lock-check
 
 .PHONY: lock-npu
-lock-npu: venv ## Re-resolve the NPU lock docker/lock/npu.lock (Python 3.11, linux/aarch64 + x86_64; needs PyPI)
+lock-npu: venv ### Re-resolve the NPU lock docker/lock/npu.lock (Python 3.11, linux/aarch64 + x86_64; needs PyPI)
 	bash docker/lock/lock.sh write
 
 .PHONY: lock-npu-ascend
@@ -160,30 +161,30 @@ lock-npu-ascend: venv ## Lock the Ascend-index packages (ASCEND_INDEX_URL=...); 
 	bash docker/lock/lock.sh ascend
 # Through the environment, not the logged command line (the URL may carry a token).
 lock-npu-ascend: export ASCEND_INDEX_URL := $(ASCEND_INDEX_URL)
-lock-npu lock-npu-ascend lock-npu-check lock-sim-check: export PY = $(VENV)/bin/python
-lock-sim-check: export SIM_FIND_LINKS := $(SIM_FIND_LINKS)
-lock-sim-check: export SIM_PLATFORM := $(SIM_PLATFORM)
+lock-npu lock-npu-ascend lock-npu-check lock-sim lock-sim-check: export PY = $(VENV)/bin/python
+lock-sim lock-sim-check: export SIM_FIND_LINKS := $(SIM_FIND_LINKS)
+lock-sim lock-sim-check: export SIM_PLATFORM := $(SIM_PLATFORM)
 
 .PHONY: lock-npu-upstream-check
 lock-npu-upstream-check: venv ## Check docker/lock/upstream/*.txt against the fetched sources (after make sources; no network)
 	$(PY) docker/tools/upstream_reqs.py check --dest $(SOURCES_DIR) --lock $(SOURCES_LOCK)
 
 .PHONY: lock-npu-check
-lock-npu-check: venv ## Fail when the NPU lock no longer resolves to itself or its input changed (needs PyPI)
+lock-npu-check: venv ### Fail when the NPU lock no longer resolves to itself or its input changed (needs PyPI)
 	bash docker/lock/lock.sh check
 
 .PHONY: lock-sim-check
-lock-sim-check: venv ## Fail when the sim locks no longer match the manifest (needs PyPI)
-	bash docker/sim-runtime/lock-check.sh
+lock-sim-check: venv ### Fail when the sim locks no longer match the manifest (needs PyPI)
+	bash docker/sim-runtime/lock.sh check
 
 HADOLINT_FILES = $(sort $(wildcard docker/*/Dockerfile))
 
 .PHONY: hadolint
-hadolint: venv ## hadolint every Dockerfile with .hadolint.yaml
+hadolint: venv ### hadolint every Dockerfile with .hadolint.yaml
 	$(VENV)/bin/hadolint --config .hadolint.yaml $(HADOLINT_FILES)
 
 .PHONY: lint-image
-lint-image: hadolint ## Image lint: hadolint, ruff and mypy for docker/tools, shell syntax of the image scripts
+lint-image: hadolint ### Image lint: hadolint, ruff and mypy for docker/tools, shell syntax of the image scripts
 	$(VENV)/bin/ruff check docker/tools docker/npu docker/npu-standin docker/sim-host docker/sim-runtime/standin
 	$(VENV)/bin/ruff format --check docker/tools docker/npu docker/npu-standin docker/sim-host docker/sim-runtime/standin
 	$(VENV)/bin/mypy --strict docker/tools docker/npu/pip_check.py docker/npu/import_smoke.py docker/npu-standin/check.py

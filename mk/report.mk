@@ -9,17 +9,17 @@ report: venv ## Readiness page from saved JSON: make report [INVENTORY=...] [REP
 	$(VENV)/bin/verl-recipe report $(REPORTS)
 
 .PHONY: test-browser
-test-browser: venv ## The readiness page in headless Chromium (also part of test-unit, so of make test)
+test-browser: venv ### The readiness page in headless Chromium (also part of test-unit, so of make test)
 	$(VENV)/bin/pytest tests/browser -m browser $(PYTEST_ARGS)
 
 .PHONY: readiness-screenshot
-readiness-screenshot: venv ## Redraw docs/img/readiness.png: 16 hosts x 16 dies, faults, a rehearsal
+readiness-screenshot: venv ### Redraw docs/img/readiness.png: 16 hosts x 16 dies, faults, a rehearsal
 	$(PY) -m tests.browser.screenshot docs/img/readiness.png
 
 # The run page of RUN_DIR drawn into a temporary copy (RUN_DIR is never written) and photographed whole.
 RUN_DIR ?=
 OUT ?= docs/img/run-page.png
 .PHONY: runpage-screenshot
-runpage-screenshot: venv ## Picture of a run's page: make runpage-screenshot RUN_DIR=<run folder> [OUT=...png]
+runpage-screenshot: venv ### Picture of a run's page: make runpage-screenshot RUN_DIR=<run folder> [OUT=...png]
 	@test -n "$(RUN_DIR)" || { echo "error: give RUN_DIR=<LOG_DIR/<project>/<experiment>/runs/<stamp>>" >&2; exit 2; }
 	$(PY) -m tests.browser.runpage_screenshot "$(RUN_DIR)" "$(OUT)"

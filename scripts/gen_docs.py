@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the generated parts of docs/ and the compose files from their sources: recipes, the settings
-vocabulary, the versions manifest, the health rules, the inventory fields, the simulated faults. Each part sits
-between `<!-- BEGIN generated:KEY -->` and `<!-- END ... -->` (in YAML, between comment lines).
+vocabulary, the versions manifest, the health rules, the diagnosis's general rules, the inventory fields, the
+simulated faults. Each part sits between `<!-- BEGIN generated:KEY -->` and `<!-- END ... -->` (in YAML, between
+comment lines).
 
 `--check` fails (exit 1) when a file is out of date, so docs cannot drift from the code.
 """
@@ -94,6 +95,17 @@ def compose_sim_train_services() -> str:
     return "\n".join(f"  {service_name(name)}: *sim-node" for name in recipe_names())
 
 
+def diagnosis_rules_table() -> str:
+    """Every general rule of the diagnosis (diagnosis/families.py, then diagnosis/taxonomy.py)."""
+    from verl_recipe.diagnosis import families, taxonomy
+
+    rows = ["| rule | family | confidence | basis | what it reads |", "|---|---|---|---|---|"]
+    for r in (*families.RULES, *taxonomy.RULES):
+        title = r.title + (" (a symptom)" if r.symptom and "symptom" not in r.title else "")
+        rows.append(f"| `{r.id}` | `{r.family}` | {r.confidence} | {r.basis} | {title} |")
+    return "\n".join(rows) + "\n"
+
+
 def _fault_table() -> str:
     """docs/simulated-cluster.md's fault table, from the simulated host's own table (a script of the host's image,
     not a package: loaded by its path)."""
@@ -111,6 +123,7 @@ SECTIONS = {
     DOCS / "settings.md": {"recipes": recipes_table, "settings": settings_table},
     DOCS / "versions.md": {"versions": versions_table},
     DOCS / "watch.md": {"health-rules": health_rules_table},
+    DOCS / "diagnose.md": {"general-rules": diagnosis_rules_table},
     DOCS / "contracts.md": {
         "inventory-hosts": lambda: inventory.markdown_table(inventory.HOST),
         "inventory-site": lambda: inventory.markdown_table(inventory.SITE),

@@ -44,8 +44,10 @@ def commands(text: str | None = None) -> list[Command]:
 
 
 # How each line runs on the simulated real-site cluster (tests/e2e/runbook_sim.py). HERE: as typed, placeholders
-# filled; EVERY_HOST: as root on each host; NOT_HERE: the reason, and what the simulation does instead.
-HERE, EVERY_HOST, NOT_HERE = "here", "every host", "not here"
+# filled; IN_A_COPY: as typed, by the network tier, in a copy of the repository on a machine without the CPU torch
+# wheel folder (tests/image/test_lint_and_locks.py); NOT_HERE: the reason, and what the simulation does instead.
+HERE, IN_A_COPY, NOT_HERE = "here", "in a copy", "not here"
+IN_A_COPY_WHY = "typed by the network tier in a copy of the repository without the CPU torch wheel folder"
 
 
 @dataclass(frozen=True)
@@ -63,31 +65,40 @@ BUILD_HOST = (
 RULES: tuple[Rule, ...] = (
     Rule(r"make venv", HERE),
     Rule(r"make (sources|lock-npu-upstream-check|lock-npu-ascend|base-digest|image-npu)\b.*", NOT_HERE, BUILD_HOST),
-    Rule(r"make lock-npu lock-sim && make lock-npu-check", NOT_HERE, BUILD_HOST),
+    Rule(r"make locks", IN_A_COPY),
     Rule(r"docker save .*", NOT_HERE, BUILD_HOST),
     Rule(
-        r"(\.venv/bin/hf download|git clone .*verl\.git|\.venv/bin/python build/verl/examples/data_preprocess/).*",
+        r"(for m in .*\.venv/bin/hf download|git clone .*verl\.git"
+        r"|\.venv/bin/python build/verl/examples/data_preprocess/).*",
         NOT_HERE,
         "Hugging Face and GitHub are out of the tests' reach: `make sim-seed` writes a stand-in checkpoint and data "
         "where the simulated site's site_models and site_launch point",
     ),
-    Rule(r"ssh-keyscan .*", HERE),
+    Rule(r"ssh-keyscan .* > /tmp/site-keys && ssh-keygen -lf /tmp/site-keys", HERE),
+    Rule(r"cat /tmp/site-keys >> ~/\.ssh/known_hosts", HERE),
     Rule(r"make inventory .*", HERE),
+    Rule(r"make use INVENTORY=inventory/<site>", HERE),
     Rule(r"\$EDITOR .*", HERE),
-    Rule(r"make (preflight|deploy) INVENTORY=.*", HERE),
-    Rule(r"cd /opt/verl-recipe && docker compose run --rm doctor", EVERY_HOST),
-    Rule(r'make train RECIPE=qwen3\.5-397b INVENTORY=\S+ ARGS="--rehearse"', HERE),
-    Rule(r"make smoke RECIPE=qwen3\.5-35b-fsdp INVENTORY=\S+", HERE),
+    Rule(r"make (preflight|deploy)", HERE),
+    Rule(r"make doctor", HERE),
+    Rule(r'make train RECIPE=qwen3\.5-397b ARGS="--rehearse"', HERE),
+    Rule(r"make smoke RECIPE=qwen3\.5-35b-fsdp", HERE),
     Rule(
-        r"make smoke RECIPE=qwen3\.5-(122b|397b) INVENTORY=\S+",
+        r"make smoke RECIPE=qwen3\.5-(122b|397b)",
         NOT_HERE,
         "the upper rungs need 4 and 16 hosts and verl's Megatron trainer on NPUs; the CPU stand-ins run FSDP only",
     ),
     Rule(
-        r'make train RECIPE=qwen3\.5-397b INVENTORY=\S+( DETACH=1)?( ARGS=".* -- .*")?',
+        r'make train RECIPE=qwen3\.5-397b( DETACH=1)?( ARGS=".* -- .*")?',
         NOT_HERE,
         "397B trains on NPUs only; tests/e2e/test_train_fsdp.py runs the same make train forms (DETACH=1; --set and "
         "a Hydra override after --) with the 35B FSDP recipe",
+    ),
+    Rule(
+        r"make export RUN=qwen3\.5-397b",
+        NOT_HERE,
+        "the 397B's save is Megatron's, written on NPUs only; tests/e2e/test_train_fsdp.py runs make export on the "
+        "35B FSDP run and loads the folder",
     ),
 )
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The steps the lock scripts share (requirements/lock.sh, docker/sim-runtime/lock-check.sh, docker/lock/lock.sh),
+# The steps the lock scripts share (requirements/lock.sh, docker/sim-runtime/lock.sh, docker/lock/lock.sh),
 # sourced by them after they cd to the repository root: find-links flags, one hashed `uv pip compile` for CPython
 # 3.11, the check that a rendered lock input matches the committed one, and the re-resolution of a committed lock
 # with itself as preference. The caller's `set -euo pipefail` applies: call them as plain commands (not in `$(...)`,
@@ -30,11 +30,16 @@ find_links_args() {
 }
 
 lock_compile() {
-  local input="$1" output="$2" platform_args=()
+  local input="$1" output="$2" platform_args=() new
   shift 2
   if [ -n "$lock_platform" ]; then platform_args=(--python-platform "$lock_platform"); fi
-  (cd "$lock_workdir" && uv pip compile --quiet --generate-hashes --python-version 3.11 "${platform_args[@]}" \
-     --custom-compile-command "make $lock_target" "$@" "$input" -o "$output")
+  # Into a copy (the committed lock as preference), replaced only when it changed: a relock that changes nothing
+  # leaves the file's time alone, so make does not take the venv for stale and reinstall it.
+  new="$output.new"
+  (cd "$lock_workdir" && if [ -f "$output" ]; then cp "$output" "$new"; else rm -f "$new"; fi \
+     && uv pip compile --quiet --generate-hashes --python-version 3.11 "${platform_args[@]}" \
+       --custom-compile-command "make $lock_target" "$@" "$input" -o "$new" \
+     && if cmp -s "$new" "$output"; then rm "$new"; else mv "$new" "$output"; fi)
 }
 
 lock_input_check() {

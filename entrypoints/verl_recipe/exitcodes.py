@@ -20,3 +20,7 @@ EXIT_HEALTH = 5
 EXIT_REGRESSION = 6
 # `verl-recipe stop` asked the run to stop: verl was stopped cleanly and the run can be resumed.
 EXIT_STOPPED = 7
+# The reader of the command's output closed it early (`| head`): the shell's 128 + 13 (SIGPIPE), no traceback.
+EXIT_BROKEN_PIPE = 141
+# The supervisor ended by SIGTERM while it waited to restart (the shell's 128 + 15; `docker compose down`, a stop).
+EXIT_TERMINATED = 143

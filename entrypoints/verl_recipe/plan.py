@@ -13,13 +13,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import batch, domains, lengths, rollout, trainer_layout
+from .checks import batch, domains, lengths, rollout, storage, trainer_layout
 from .checks.arithmetic import divisors
 from .checks.context import Context
 from .exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from .memory import GIB, Estimate, Knobs, estimate, vllm_weight_bytes
 from .memory import problems as memory_problems
-from .problems import error
+from .problems import error, refuse
 from .recipes import Recipe
 from .render import render
 from .resolve import Request, resolve
@@ -61,6 +61,8 @@ class PlanResult:
     estimates: int = 0  # memory estimates this search made
     searched_up_to: int = 0  # the largest node count the smallest-cluster search tried in full
     search_stopped: bool = False  # it ran out of SEARCH_ESTIMATES before SEARCH_NODES_UP_TO
+    refused: list[str] = field(default_factory=list)  # settings out of their domain: nothing was searched
+    checkpoint: dict[str, Any] = field(default_factory=dict)  # what a save writes and the retention keeps
 
     def to_dict(self, top: int) -> dict[str, Any]:
         return {
@@ -72,6 +74,7 @@ class PlanResult:
             "smallest_nodes_that_fit": self.smallest_nodes if not self.fitting else self.nodes,
             "host_memory_checked": self.host_checked,
             "layouts": [c.row() for c in self.fitting[:top]],
+            "checkpoint": self.checkpoint,
         }
 
 
@@ -194,7 +197,22 @@ def plan(req: Request, nodes: int) -> PlanResult:
     launch = render(recipe, resolved, req.extra)
     knobs = Knobs.from_launch(launch.overrides, launch.extra, {**launch.env, **resolved.env_overrides})
     base = dict(resolved.values)
+    # A setting out of its domain breaks every layout alike: said once, by name, before any search (an absurd
+    # number would otherwise read as "no layout fits", or overflow the memory plan's arithmetic).
+    ctx = Context(recipe, {**base, "NNODES": nodes}, recipe.model, knobs)
+    domains.check(ctx)
+    if ctx.problems:
+        return PlanResult(recipe.name, nodes, refused=[str(p) for p in ctx.problems])
     result = plan_for(recipe, base, knobs, nodes)
+    if int(base["SAVE_FREQ"]) > 0:
+        sp = storage.plan(recipe.model, recipe.engine, base)
+        result.checkpoint = {
+            "bytes_per_save": round(sp.size.total),
+            "params": sp.size.params,
+            "keep": sp.keep,
+            "saves_at_once": sp.peak,
+            "line": sp.line(),
+        }
     if not result.fitting:
         spent = 0
         result.searched_up_to = nodes
@@ -248,6 +266,8 @@ def table(result: PlanResult, top: int) -> str:
     )
     if not result.host_checked:
         lines.append("host memory per node is estimated, not checked: set HOST_MEM_GIB (site file) to check it")
+    if result.checkpoint:
+        lines.append(result.checkpoint["line"])
     best = result.fitting[0].layout
     lines.append("use: " + " ".join(f"--set {k}={v}" for k, v in {"NNODES": result.nodes, **best}.items()))
     return "\n".join(lines) + "\n"
@@ -266,5 +286,7 @@ def cmd_plan(req: Request, nodes: int, top: int, as_json: bool) -> int:
         error(f"--nodes={nodes}: more than verl-recipe's bound of {MAX_NODES} nodes; fix: give at most {MAX_NODES}")
         return EXIT_BAD_INPUT
     result = plan(req, nodes)
+    if result.refused:
+        return refuse(result.refused, req.recipe)
     sys.stdout.write(to_json(result, top) if as_json else table(result, top))
     return EXIT_OK if result.fitting else EXIT_BAD_INPUT

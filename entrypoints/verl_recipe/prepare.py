@@ -36,9 +36,13 @@ def request_of(ns: argparse.Namespace, extra: list[str]) -> Request:
     )
 
 
-def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resolved, list[str]]:
+def prepare(
+    req: Request, *, compose: bool | None = None, rehearse: bool = False, simulated: bool = False
+) -> tuple[Launch, Resolved, list[str]]:
     """Resolve, render and validate. Returns the launch (with the memory plan validate checked), the resolved
-    settings and problems as lines."""
+    settings and problems as lines. `rehearse`, `simulated`: a launch that writes no checkpoint is not refused for
+    the storage its saves would need."""
+    from .checks.storage import no_saves
     from .hydra_check import hydra_available
     from .validate import validate
 
@@ -54,6 +58,7 @@ def prepare(req: Request, *, compose: bool | None = None) -> tuple[Launch, Resol
         path_checks=not req.skip_path_checks,
         compose=do_compose,
         secret_files=resolved.secret_files,
+        no_saves=no_saves(rehearse, simulated, resolved.values),
     )
     # The plan validate checked, over the values the launch runs with, is the one the run record keeps.
     launch.memory = checked.memory

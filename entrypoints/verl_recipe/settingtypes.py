@@ -3,7 +3,10 @@ SettingsError, the one shape of a settings problem (SUBJECT: WHAT; fix: FIX)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from .a3facts import DIES_PER_NODE
 
 
 class SettingsError(ValueError):
@@ -14,6 +17,14 @@ ENGINES = ("megatron", "fsdp")
 # A bound, not a measured limit: 64 times the largest recipe's 16 nodes, so that every layout search and check of
 # a request stays instant (plan, validate); a cluster beyond it is not one this project has been sized for.
 MAX_NODES = 1024
+# Upper bounds of the numeric settings that have none of their own. Far beyond any real run, and small enough that
+# every product the checks and the memory plan make of them stays a finite float (1e308 GiB or 1e30 tokens would
+# not: the plan's byte counts overflow to inf).
+MAX_WORLD = MAX_NODES * DIES_PER_NODE  # dies in the largest cluster: no parallel group is larger
+MAX_COUNT = 1 << 20  # prompts, responses or sequences in a step or a micro batch
+MAX_TOKENS = 1 << 30  # tokens of a sequence or of a die's budget (models.py bounds max_position_embeddings so)
+MAX_STEPS = 10**9  # steps or epochs: 30 years at a second a step
+MAX_GIB = 1 << 16  # 64 TiB: more than any host's RAM
 
 
 @dataclass(frozen=True)
@@ -27,6 +38,7 @@ class Domain:
     engines: tuple[str, ...] = ENGINES
     engine_lo: tuple[tuple[str, float], ...] = ()  # a stricter lower bound on one engine
     why: str = ""  # why the bound exists, shown with a refusal
+    hi_why: str = ""  # why the upper bound exists, shown instead of `why` when a value is above it
 
     def bounds(self, engine: str) -> tuple[float | None, bool]:
         for eng, lo in self.engine_lo:
@@ -60,7 +72,11 @@ class Domain:
 
     def violation(self, value: float, engine: str) -> str | None:
         """None when value is in the domain on this engine, else what is wrong."""
-        if engine not in self.engines or value in self.also:
+        if engine not in self.engines:
+            return None
+        if not math.isfinite(value):  # nan compares False with every bound: it would pass them all
+            return f"is not a finite number: must be {self.range_text(engine)}"
+        if value in self.also:
             return None
         lo, lo_open = self.bounds(engine)
         if lo is not None and (value < lo or (lo_open and value == lo)):
@@ -68,6 +84,12 @@ class Domain:
         if self.hi is not None and value > self.hi:
             return f"must be {self.range_text(engine)}"
         return None
+
+    def reason(self, value: float) -> str:
+        """Why the bound that value breaks exists ("" when nothing says)."""
+        if self.hi_why and self.hi is not None and value > self.hi:
+            return self.hi_why
+        return self.why
 
 
 def _num(x: float) -> str:
@@ -138,9 +160,15 @@ def setting(
     )
 
 
-POS = Domain(lo=1)
-MEGATRON_POS = Domain(lo=1, engines=("megatron",))
-FSDP_POS = Domain(lo=1, engines=("fsdp",))
+BEYOND_WORLD = f"no parallel group is larger than verl-recipe's largest cluster ({MAX_NODES} x {DIES_PER_NODE} dies)"
+BEYOND_COUNT = "verl-recipe's bound on a batch (settingtypes.MAX_COUNT), far beyond any GRPO step"
+BEYOND_TOKENS = "verl-recipe's bound on tokens (settingtypes.MAX_TOKENS), the one models.py puts on a context"
+BEYOND_STEPS = "verl-recipe's bound on steps (settingtypes.MAX_STEPS): 30 years at a second a step"
+SIZE = Domain(lo=1, hi=MAX_WORLD, hi_why=BEYOND_WORLD)
+MEGATRON_SIZE = Domain(lo=1, hi=MAX_WORLD, engines=("megatron",), hi_why=BEYOND_WORLD)
+FSDP_GROUP = Domain(lo=1, hi=MAX_WORLD, engines=("fsdp",), hi_why=BEYOND_WORLD)
+COUNT = Domain(lo=1, hi=MAX_COUNT, hi_why=BEYOND_COUNT)
+TOKENS = Domain(lo=1, hi=MAX_TOKENS, hi_why=BEYOND_TOKENS)
 MEMORY_PLAN_ONLY = "read by the memory plan (memory.py) only"
 HEALTH_ONLY = "read by the launcher's health rules (health.py) only"
 RESTART_ONLY = "read by the train command's restart policy (run/restart.py) only"

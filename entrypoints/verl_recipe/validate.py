@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks, secretfiles
-from .checks import hccl, memory_rules, policy, resume, secrets, weightsync
+from .checks import hccl, memory_rules, policy, resume, secrets, storage, weightsync
 from .checks.context import Context
 from .checks.paths import check_paths as check_paths
 from .checks.problem import Problem
@@ -158,9 +158,11 @@ def validate(
     path_checks: bool,
     compose: bool,
     secret_files: Mapping[str, str] | None = None,
+    no_saves: str = "",
 ) -> Validation:
     """Every check, over the settings with the extra overrides folded in (apply_extra reads back every key a
-    setting drives); the memory plan is estimated once, here, and is the one the record keeps."""
+    setting drives); the memory plan is estimated once, here, and is the one the record keeps. `no_saves`: why this
+    launch writes no checkpoint (checks/storage.py no_saves), '' for a training launch."""
     secret_files = dict(secret_files or {})
     values = dict(values)
     notes, extra_problems = apply_extra(launch, values, recipe)
@@ -176,6 +178,10 @@ def validate(
         resume_problems, resume_notes = resume.check(recipe.name, recipe.engine, values)
         path_problems += resume_problems
         notes += resume_notes
+        # what the kept saves need at CKPT_DIR, against its free space
+        storage_problems, storage_notes = storage.check(model, recipe.engine, values, no_saves)
+        path_problems += storage_problems
+        notes += storage_notes
     knobs = Knobs.from_launch(launch.overrides, launch.extra, {**launch.env, **env_overrides})
     ctx = Context(recipe, values, model, knobs)
     layout_ok = checks.layout(ctx)

@@ -156,7 +156,11 @@ def _train_on_head(
     hosts = {
         "all": {
             "children": {
-                "a3_nodes": {"hosts": {"a3-01": {"ansible_host": ansible_host, "ansible_user": "deploy"}}},
+                "a3_nodes": {
+                    "hosts": {
+                        "a3-01": {"ansible_host": ansible_host, "ansible_user": "deploy", "site_operators": ["alice"]}
+                    }
+                },
                 "ray_head": {"hosts": {"a3-01": None}},
             }
         }
@@ -170,12 +174,12 @@ def _train_on_head(
 def test_train_on_head_never_lets_the_host_become_an_ssh_option(tmp_path: Path) -> None:
     ok = _train_on_head(tmp_path, "10.0.0.1")
     assert ok.returncode == 0, ok.stderr
-    assert " -- deploy@10.0.0.1 'cd /opt/verl-recipe && " in ok.stdout  # options end before the destination
+    assert " -- alice@10.0.0.1 'sudo -n " in ok.stdout  # options end before the destination
     bad = _train_on_head(tmp_path, "-oProxyCommand=touch /tmp/x")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "error: a3-01: ansible_host='-oProxyCommand=touch /tmp/x' is not a plain host or user name; "
-        f"fix: correct INVENTORY={tmp_path}"
+        f"error: INVENTORY={tmp_path}: a3-01: ansible_host='-oProxyCommand=touch /tmp/x' is not a plain host or "
+        "user name; fix: correct it"
     ]
 
 

@@ -141,3 +141,38 @@ def test_make_train_detached_and_the_runs_verbs_go_through_the_wrapper(tmp_path:
     assert p.stdout.rstrip().endswith("'sudo -n /usr/local/sbin/verl-train runs stop long'"), p.stdout
     p = subprocess.run([*argv, "--verb", "attach"], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "attach needs RUN=" in p.stderr
+
+
+def test_make_train_refuses_an_inventory_without_operators_instead_of_the_deploy_account(tmp_path: Path) -> None:
+    """The deploy account has no docker group: falling back to it fails on the head, later and less clearly."""
+    p = _train(tmp_path, {"ansible_host": "10.0.0.1", "ansible_user": "deploy"})
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    (line,) = p.stderr.strip().splitlines()
+    assert "names no site_operators" in line and "fix: site_operators: [<head account>]" in line, line
+    # an OPERATOR given on the command line is enough
+    assert "carol@10.0.0.1" in _train(tmp_path, {"ansible_host": "10.0.0.1"}, "--operator", "carol").stdout
+
+
+def test_make_train_offers_the_operators_own_key_never_the_deploy_accounts(tmp_path: Path) -> None:
+    deploy_key, own = tmp_path / "deploy_key", tmp_path / "alice_key"
+    deploy_key.write_text("private\n")
+    head: dict[str, object] = {
+        "ansible_host": "10.0.0.1",
+        "ansible_user": "deploy",
+        "ansible_ssh_private_key_file": str(deploy_key),
+        "site_operators": ["alice", "bob"],
+        "site_operator_keys": {"alice": f"{own}.pub", "bob": str(tmp_path / "bob_key.pub")},
+    }
+    # no private key beside the public one here: ssh's own keys, and never the deploy account's
+    p = _train(tmp_path, head)
+    assert p.returncode == 0, p.stderr
+    assert str(deploy_key) not in p.stdout and " -i " not in p.stdout, p.stdout
+    # the private key beside alice's public key: offered alone
+    own.write_text("private\n")
+    p = _train(tmp_path, head)
+    assert f" -i {own} -o IdentitiesOnly=yes " in p.stdout, p.stdout
+    # bob has none here: ssh's own; OPERATOR_KEY wins over both, and one that does not exist is refused
+    assert " -i " not in _train(tmp_path, head, "--operator", "bob").stdout
+    assert f" -i {deploy_key} " in _train(tmp_path, head, "--operator-key", str(deploy_key)).stdout
+    bad = _train(tmp_path, head, "--operator-key", str(tmp_path / "nope"))
+    assert bad.returncode == 2 and "OPERATOR_KEY=" in bad.stderr and "does not exist" in bad.stderr

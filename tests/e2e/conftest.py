@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from simkit.cluster import SimCluster, running_cluster
+from simkit.paths import REPO
 from simkit.procs import checked, make
 from tests.e2e.runbook_sim import RunbookOnSim, failed
 
@@ -30,15 +31,21 @@ def e2e_site(sim_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     with running_cluster(name, 3, work, profile="real-site", site_inventory=True) as c:
         c.seed()  # README step 3's stand-in: the model and data on the shared storage
         book = RunbookOnSim(c, work)
-        done = book.run(range(1, 6))
-        assert not failed(done), failed(done)
-        yield book
+        try:
+            done = book.run(range(1, 6))
+            assert not failed(done), failed(done)
+            yield book
+        finally:
+            # step 4's `make use` chose this cluster as the checkout's site: it goes with the cluster
+            current = REPO / "ansible" / "inventory" / "current"
+            if current.is_symlink() and current.resolve() == c.inventory.resolve():
+                current.unlink()
 
 
 @pytest.fixture(scope="session")
 def e2e_cluster(e2e_site: RunbookOnSim) -> tuple[SimCluster, subprocess.CompletedProcess[str]]:
     c = e2e_site.cluster
-    deploy = next(t.proc for t in e2e_site.typed if t.line.startswith("make deploy "))
+    deploy = next(t.proc for t in e2e_site.typed if t.line.split()[:2] == ["make", "deploy"])
     # the cluster's own addresses: another simulated cluster on this machine moves it to another subnet
     assert f"a3-03  {c.ip('a3-03')}" in deploy.stdout and "joined  16   48   ok" in deploy.stdout
     return c, deploy

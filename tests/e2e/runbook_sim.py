@@ -51,6 +51,7 @@ class RunbookOnSim:
     def fill(self, line: str) -> str:
         c = self.cluster
         line = line.replace("<site>", c.name).replace("~/.ssh/known_hosts", str(self.known_hosts))
+        line = line.replace("/tmp/site-keys", str(self.work / "site-keys"))
         line = SAMPLE_ADDRESSES.sub(" ".join(c.ip(h) for h in c.hosts), line)
         if line.startswith("make inventory "):
             # README's defaults are the user's ~/.ssh key and known_hosts; the simulated site's are beside its inventory
@@ -71,31 +72,30 @@ class RunbookOnSim:
     def run(self, steps: range) -> list[Typed]:
         """Every runbook line of these steps in README's order; the typed ones are returned (and kept)."""
         done: list[Typed] = []
-        env_editor = self.editor() if any("$EDITOR" in c.line for c in runbook.commands() if c.step in steps) else ""
         for cmd in runbook.commands():
             if cmd.step not in steps:
                 continue
             rule = runbook.rule_for(cmd.line)
-            if rule.how == runbook.NOT_HERE:
-                self.skipped.append((cmd, rule.why))
+            if rule.how != runbook.HERE:
+                self.skipped.append((cmd, rule.why or runbook.IN_A_COPY_WHY))
                 continue
-            line = self.fill(cmd.line)
-            if rule.how == runbook.EVERY_HOST:
-                for h in self.cluster.hosts:
-                    # as root: README's every-host steps are the site administrator's
-                    p = self.cluster.ssh(h, "sudo", "-n", "bash", "-c", line, timeout=STEP_TIMEOUT_S)
-                    done.append(Typed(cmd, line, h, p))
-                continue
-            p = subprocess.run(
+            p = self.type(cmd)
+            done.append(p)
+            if p.proc.returncode != 0:
+                break  # a runbook stops at the first failing step
+        self.typed += done
+        return done
+
+    def type(self, cmd: runbook.Command) -> Typed:
+        """One line on the control node, as typed (with the step-4 edit as $EDITOR)."""
+        env_editor = self.editor() if "$EDITOR" in cmd.line else ""
+        line = self.fill(cmd.line)
+        p = subprocess.run(
                 ["bash", "-c", line], cwd=runbook.REPO, capture_output=True, text=True, check=False,
                 stdin=subprocess.DEVNULL, timeout=STEP_TIMEOUT_S,
                 env={**os.environ, "EDITOR": env_editor},
             )  # fmt: skip
-            done.append(Typed(cmd, line, "", p))
-            if p.returncode != 0:
-                break  # a runbook stops at the first failing step
-        self.typed += done
-        return done
+        return Typed(cmd, line, "", p)
 
 
 def failed(done: list[Typed]) -> str:

@@ -18,7 +18,8 @@ import pytest
 from simkit.cluster import SimCluster, deployed_cluster
 from tests.e2e.test_train_rehearsal import COMPOSE, on_host, scale
 
-pytestmark = pytest.mark.docker
+# A 2-host cluster of its own, power-cycled: `make test-scenarios` (tests/README.md), outside CI's time budget.
+pytestmark = [pytest.mark.docker, pytest.mark.scenario]
 
 REPO = Path(__file__).resolve().parents[2]
 LAYOUT = scale("qwen3.5-397b", 2)

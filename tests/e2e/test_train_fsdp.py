@@ -17,6 +17,7 @@ import re
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -134,7 +135,9 @@ def test_make_train_35b_fsdp_as_the_operator_trains_on_two_hosts(cluster: SimClu
     page = on_host(c, "a3-01", f"cat {run_dir}/run.html").stdout
     assert "<svg" in page and "STAND-IN" in page.upper(), "the run page, drawn from this run's own record"
     ckpt = on_host(c, "a3-02", f"ls {CHECKPOINTS}/qwen3.5-35b-fsdp/ {CHECKPOINTS}/qwen3.5-35b-fsdp/global_step_3/actor")
-    assert all(f"global_step_{k}" in ckpt.stdout for k in (1, 2, 3)), ckpt.stdout + ckpt.stderr
+    # CKPT_KEEP=2 (recipes/_base.yaml): a save every step, the newest two kept, the first pruned
+    saved = sorted(w for w in ckpt.stdout.split() if w.startswith("global_step_"))
+    assert saved == ["global_step_2", "global_step_3"], ckpt.stdout + ckpt.stderr
     assert "model_world_size_2_rank_1.pt" in ckpt.stdout, "both ranks saved their shard on shared storage"
     # The simulated site's planted secret file reached verl's workers as $NAME, and nothing of the run holds it.
     assert f"secret files in its environment: {simctl.PLANTED_SECRET}" in log
@@ -144,26 +147,42 @@ def test_make_train_35b_fsdp_as_the_operator_trains_on_two_hosts(cluster: SimClu
     assert any("in docker inspect" in v for v in leaks(c, "RAY_AUTH_TOKEN_PATH").values()), "containers searched too"
 
 
+def power_off_at_first_step(c: SimCluster, experiment: str, before: set[str], alive: Callable[[], bool]) -> str:
+    """At the new run's first step with a rank on a second host, that host is powered off: its name."""
+    end = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < end and alive():
+        found = [r for r in runs(c, experiment) if r not in before]
+        hosts = worker_hosts(c, found[-1]) if found and metrics(c, found[-1]) else set()
+        if hosts:
+            victim = sorted(hosts)[0]
+            c.simctl("fault", victim, "down")
+            return victim
+        time.sleep(5)
+    pytest.fail("the run reached its first step with a rank on a second host")
+
+
 def train_losing_a_host(
-    c: SimCluster, args: str, experiment: str, back_after_s: float | None = None, timeout: int = RUN_TIMEOUT_S
+    c: SimCluster,
+    args: str,
+    experiment: str,
+    back_after_s: float | None = None,
+    timeout: int = RUN_TIMEOUT_S,
+    spare_too: bool = False,
 ) -> tuple[int, str, str, list[str]]:
     """`docker compose run train-35b-fsdp ARGS` as root on the head (the deploy account has no docker group on this
-    site); at the new run's first step with a rank on a second host, that host is powered off, and on again after
-    `back_after_s` (None: at the end). The exit code, the output, the host and the run folders the command wrote."""
+    site); at the new run's first step with a rank on a second host, that host is powered off (`spare_too`: every
+    host but the head, so that no spare is left), and on again after `back_after_s` (None: at the end). The exit
+    code, the output, the host and the run folders the command wrote."""
     before = set(runs(c, experiment))
     proc = c.popen("a3-01", "sudo -n sh -c " + shlex.quote(f"cd /opt/verl-recipe && {TRAIN} {args}"))
     victim, out = "", ""
+    others = [h for h in c.hosts if h != "a3-01"]
     try:
-        end = time.monotonic() + RUN_TIMEOUT_S
-        while time.monotonic() < end and proc.poll() is None and not victim:
-            found = [r for r in runs(c, experiment) if r not in before]
-            hosts = worker_hosts(c, found[-1]) if found and metrics(c, found[-1]) else set()
-            if hosts:
-                victim = sorted(hosts)[0]
-                c.simctl("fault", victim, "down")
-            else:
-                time.sleep(5)
-        assert victim, "the run reached its first step with a rank on a second host"
+        victim = power_off_at_first_step(c, experiment, before, lambda: proc.poll() is None)
+        if spare_too:
+            for h in others:
+                if h != victim:
+                    c.simctl("fault", h, "down")
         if back_after_s is not None:
             time.sleep(back_after_s)
             c.simctl("fault", victim, "clear")
@@ -172,11 +191,46 @@ def train_losing_a_host(
     finally:
         if proc.poll() is None:
             proc.kill()
-        if victim:
-            c.simctl("fault", victim, "clear")
+        for h in others if spare_too else [victim] if victim else []:
+            c.simctl("fault", h, "clear")
     return rc, out, victim, [r for r in runs(c, experiment) if r not in before]
 
 
+def test_make_export_writes_a_checked_folder_whose_logits_are_the_trained_actors(cluster: SimCluster) -> None:
+    """README's after-training step on the run above: `make export` from the control node (the head's `runs`
+    service, verl's own FSDP merger), then the folder loaded by transformers gives the trained actor's logits (its
+    rank files put together independently, tests/e2e/export_logits.py) and not the base model's."""
+    c = cluster
+    p = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "export", "RUN=qwen3.5-35b-fsdp", f"INVENTORY={c.inventory}"],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, timeout=600,
+    )  # fmt: skip
+    out = p.stdout + p.stderr
+    export = f"{CHECKPOINTS}/qwen3.5-35b-fsdp/export/global_step_3"
+    assert p.returncode == 0 and f"exported: {export}" in out, out[-4000:]
+    assert "needs transformers >= 5" in out, "the folder says which transformers can load it"
+    manifest = read_json(c, f"{export}/verl_recipe_export.json")
+    assert manifest["source"]["step"] == 3 and manifest["source"]["engine"] == "fsdp", manifest["source"]
+    model = c.site_vars()["site_models"]["qwen3.5-35b-fsdp"]
+    assert manifest["base_model"]["path"] == model and "tokenizer_config.json" in manifest["from_base_model"]
+    script = f"{CHECKPOINTS}/export_logits.py"
+    put = c.shell("a3-01", f"sudo sh -c 'cat > {script}'", data=(REPO / "tests/e2e/export_logits.py").read_bytes())
+    assert put.returncode == 0, put.stderr
+    actor = f"{CHECKPOINTS}/qwen3.5-35b-fsdp/global_step_3/actor"
+    p = on_host(c, "a3-01", f"{COMPOSE} run --rm --entrypoint python runs {script} {actor} {export} {model}")
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["missing"] == [] and got["unexpected"] == [], got
+    # bf16 weights on both sides (the export is bf16; the actor's fp32 shards rounded the same way)
+    assert got["export_vs_actor"] <= 1e-4 * max(1.0, got["scale"]), got
+    assert got["export_vs_base"] > 1e-3, "three steps of GRPO moved the logits away from the base model's"
+    # the same command again: the folder is there, nothing is overwritten
+    p = on_host(c, "a3-01", f"{COMPOSE} run --rm runs export qwen3.5-35b-fsdp")
+    assert p.returncode == 2 and f"--out {export}: exists already" in p.stderr, (p.stdout + p.stderr)[-2000:]
+
+
+# The manual path (RESTARTS=0) and the wait that runs out: `make test-scenarios`; CI keeps the restart on a spare.
+@pytest.mark.scenario
 def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) -> None:
     c = cluster
     before = set(runs(c, "e2e-lost-node"))
@@ -286,29 +340,96 @@ def test_a_detached_run_outlives_its_session_stops_cleanly_and_resumes(cluster: 
 RECOVER = "e2e-recover"
 
 
-def test_the_restart_policy_resumes_by_itself_and_a_host_that_stays_away_ends_the_run(cluster: SimCluster) -> None:
-    """RESTARTS (default 3): a host powered off mid-run and back later, and the run resumes by itself and finishes,
-    every step once; with RESTART_WAIT short and the host kept away, the wait ends the run with the host named."""
+@pytest.mark.scenario
+def test_with_no_spare_left_the_restart_wait_ends_the_run_naming_the_hosts(cluster: SimCluster) -> None:
+    """RESTARTS (default 3): every host but the head powered off mid-run (NNODES=2 of 3: no spare left), kept away
+    past RESTART_WAIT: the wait ends the run, names the hosts, and the record says it is not restarting."""
     c = cluster
-    args = f"--set EXPERIMENT_NAME={RECOVER} --set TOTAL_TRAINING_STEPS=5"
-    rc, out, victim, _ = train_losing_a_host(c, f"{args} --set RESTART_WAIT=30", RECOVER, timeout=600)
+    args = f"--set EXPERIMENT_NAME={RECOVER} --set TOTAL_TRAINING_STEPS=5 --set RESTART_WAIT=30"
+    rc, out, victim, attempts = train_losing_a_host(c, args, RECOVER, timeout=600, spare_too=True)
     assert rc == 3, out[-4000:]
-    assert f"restart 1 of 3: lost node {victim}" in out and "waiting up to 30 s" in out, out[-4000:]
+    assert "restart 1 of 3: lost node" in out and "waiting up to 30 s" in out, out[-4000:]
     assert victim in out.split("waiting up to 30 s", 1)[1], "the wait names the host that did not come back"
+    outcome = read_json(c, f"{attempts[-1]}/outcome.json")
+    assert outcome["restart"]["restarting"] is False and "restart wait ended" in outcome["restart"]["why"], outcome
+    assert len(attempts) == 1, attempts
     assert all_joined(c).returncode == 0
 
-    # A new experiment (from its first step, as long as the run above), the host back within the wait (down long
-    # enough to be named lost): the run resumes by itself.
-    args = f"--set EXPERIMENT_NAME={RECOVER}-back --set TOTAL_TRAINING_STEPS=5"
-    rc, out, victim, attempts = train_losing_a_host(c, args, f"{RECOVER}-back", back_after_s=20)
-    assert rc == 0, out[-5000:]
-    assert f"lost node {victim}" in out and "restart 1 of 3" in out, out[-5000:]
+
+SPARE = "e2e-spare"
+BACK_AFTER_S = 45
+
+
+def test_a_detached_run_restarts_at_once_on_the_spare_and_the_host_back_later_changes_nothing(
+    cluster: SimCluster,
+) -> None:
+    """NNODES=2 on 3 hosts: the host lost mid-run of a detached run (`make train DETACH=1`) is left out and the run
+    starts again at once on the healthy two, before the host is back (45 s, longer than Ray's own death timeout);
+    the host's return does not disturb the new attempt; `make attach` follows it to its end, every step once, and
+    `make runs` says restarted and finished, never recovering or gone."""
+    c = cluster
+    args = f"--set EXPERIMENT_NAME={SPARE} --set TOTAL_TRAINING_STEPS=6"
+    before = set(runs(c, SPARE))
+    p = make_on_site(c, "train", "RECIPE=qwen3.5-35b-fsdp", "DETACH=1", f"ARGS={args}", timeout=300)
+    assert p.returncode == 0 and "detached:" in p.stderr, (p.stdout + p.stderr)[-3000:]
+    victim = ""
+    try:
+        victim = power_off_at_first_step(c, SPARE, before, lambda: True)
+        down_at = time.monotonic()
+        while time.monotonic() < down_at + BACK_AFTER_S and len(set(runs(c, SPARE)) - before) < 2:
+            time.sleep(2)
+        time.sleep(max(0.0, down_at + BACK_AFTER_S - time.monotonic()))
+    finally:
+        if victim:
+            c.simctl("fault", victim, "clear")
+    while time.monotonic() < down_at + RUN_TIMEOUT_S and len(set(runs(c, SPARE)) - before) < 2:
+        time.sleep(2)
+    restarted_s = time.monotonic() - down_at  # to the next attempt's folder (2 s polls)
+    followed = make_on_site(c, "attach", f"RUN={SPARE}")
+    attempts = sorted(set(runs(c, SPARE)) - before)
+    said = on_host(c, "a3-01", f"tail -n 40 {attempts[-1]}/supervisor.log {attempts[-1]}/train.log").stdout
+    assert followed.returncode == 0 and "finished (exit 0)" in followed.stdout, followed.stdout[-2000:] + said[-6000:]
     assert len(attempts) == 2, attempts
     first = read_json(c, f"{attempts[0]}/outcome.json")
     assert first["exit_code"] == 3 and first["restart"]["restarting"] is True, first
+    second = read_json(c, f"{attempts[1]}/settings.json")
+    if restarted_s < BACK_AFTER_S:  # started while the host was off: on the spare, the host named as left out
+        assert second["left_out"] == [f"{victim} ({c.ip(victim)})"], second.get("left_out")
+    assert second["restart_of"] == attempts[0].rsplit("/", 1)[1]
+    assert len(second["nodes"]) >= 2, second["nodes"]
     verdict = read_json(c, f"{attempts[1]}/outcome.json")["steps"]
     assert verdict["verdict"] == "complete" and verdict["missing"] == verdict["twice"] == [], verdict
-    assert verdict["last_step"] == 5 and attempts[1].rsplit("/", 1)[1] in verdict["attempts"], verdict
+    listed = make_on_site(c, "runs", timeout=300)
+    rows = {x.split()[0]: x.split()[1] for x in listed.stdout.splitlines() if x.startswith(f"{SPARE}/")}
+    names = [f"{SPARE}/{a.rsplit('/', 1)[1]}" for a in attempts]
+    assert [rows.get(n) for n in names] == ["restarted", "finished"], listed.stdout[-3000:]
+    # CKPT_KEEP (2) across both attempts: a save every step, the first attempt's older ones pruned too
+    kept = on_host(c, "a3-01", f"ls -1 {CHECKPOINTS}/{SPARE} | grep -c '^global_step_'").stdout.strip()
+    assert kept == "2", f"{kept} saves kept in {CHECKPOINTS}/{SPARE}, CKPT_KEEP is 2"
+    print(f"host lost -> next attempt on the spare: {restarted_s:.0f} s")
+
+
+SMALL = "/mnt/shared/e2e-small-ckpt"
+
+
+def test_a_ckpt_dir_too_small_for_the_kept_saves_is_refused_before_verl_starts(cluster: SimCluster) -> None:
+    """A 64 MB filesystem at CKPT_DIR (the stand-in's saves, with their tokenizer and state, are counted at about
+    64 MB each; CKPT_KEEP=2 plus the one being written): validate refuses the launch in one line with the figures
+    and nothing is started or written."""
+    c = cluster
+    mount = on_host(c, "a3-01", f"mkdir -p {SMALL} && mount -t tmpfs -o size=64m tmpfs {SMALL}")
+    assert mount.returncode == 0, mount.stderr
+    try:
+        args = f"--set EXPERIMENT_NAME=e2e-small --set CKPT_DIR={SMALL} --set TOTAL_TRAINING_STEPS=3"
+        p = on_host(c, "a3-01", f"{TRAIN} {args}", timeout=RUN_TIMEOUT_S)
+        out = p.stdout + p.stderr
+        assert p.returncode == 2, out[-3000:]
+        line = next((x for x in out.splitlines() if x.startswith(f"error: CKPT_DIR={SMALL}: ")), "")
+        assert "free at" in line and "CKPT_KEEP=2" in line and "fix: " in line, out[-3000:]
+        assert runs(c, "e2e-small") == [], "nothing was started"
+        assert on_host(c, "a3-01", f"ls -A {SMALL}").stdout.strip() == "", "nothing was written there"
+    finally:
+        on_host(c, "a3-01", f"umount {SMALL} && rmdir {SMALL}")
 
 
 BROKEN_DATA = "/mnt/shared/data/e2e-broken/train.parquet"

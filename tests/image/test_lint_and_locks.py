@@ -1,14 +1,18 @@
 """hadolint on every Dockerfile, and the lock files: hashes everywhere, exact pins, the manifest's versions, the
-git-built packages left out, what could not be resolved here recorded; `make lock-*-check` against PyPI."""
+git-built packages left out, what could not be resolved here recorded; README's `make locks` against PyPI."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests import runbook
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -76,6 +80,7 @@ def test_hadolint_config_fails_on_warnings() -> None:
         SIM / "verl.lock",
         REQ / "dev.lock",
         REQ / "dev-pypi.lock",
+        REQ / "dev-aarch64.lock",
         REQ / "verl.lock",
     ],
 )
@@ -124,12 +129,45 @@ def test_sim_lock_holds_the_manifest_pins() -> None:
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("target", ["lock-npu-check", "lock-sim-check", "lock-check"])
-def test_locks_still_resolve_against_pypi(target: str) -> None:
-    out = subprocess.run(
-        ["make", "--no-print-directory", target], cwd=ROOT, capture_output=True, text=True, check=False
+def test_the_build_hosts_lock_step_as_readme_types_it(tmp_path: Path) -> None:
+    """README step 2's `make locks`, typed as README has it, in a copy of the repository on a machine without the
+    CPU torch wheel folder (a build host has none): every lock the manifest feeds re-resolves to itself and is
+    checked; the two CPU-torch locks are left as they are, and said so."""
+    (line,) = [c.line for c in runbook.commands() if runbook.rule_for(c.line).how == runbook.IN_A_COPY]
+    copy = tmp_path / "repo"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in files.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    # The copy's venv is this one's interpreter behind a stamp newer than every copied file, so `make venv` there
+    # finds it current and never reinstalls (an editable install from the copy would outlive the test).
+    for p in copy.rglob("*"):
+        os.utime(p, (0, 0), follow_symlinks=False)
+    (copy / ".venv").mkdir()
+    (copy / ".venv" / "bin").symlink_to(ROOT / ".venv" / "bin")
+    (copy / ".venv" / ".stamp").touch()
+    # and a guard: uv may resolve and compile here, never install into or remove from an environment
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    real_uv = shutil.which("uv")
+    assert real_uv, "uv is on PATH (make venv installs it)"
+    (guard / "uv").write_text(
+        '#!/bin/sh\ncase "$1 $2" in "pip install"|"pip uninstall"|"pip sync"|venv*) '
+        f'echo "guard: uv $1 $2 refused in the lock test" >&2; exit 97;; esac\nexec {real_uv} "$@"\n'
     )
+    (guard / "uv").chmod(0o755)
+    before = {p: p.read_bytes() for p in copy.rglob("*.lock")}
+    env = {**os.environ, "PATH": f"{guard}:{os.environ['PATH']}", "SIM_FIND_LINKS": str(tmp_path / "none"),
+           "DEV_FIND_LINKS": str(tmp_path / "none")}  # fmt: skip
+    out = subprocess.run(["bash", "-c", line], cwd=copy, capture_output=True, text=True, check=False, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    changed = [str(p.relative_to(copy)) for p, data in before.items() if p.read_bytes() != data]
+    assert not changed, f"the committed locks no longer resolve to themselves: {changed}"
+    assert "requirements.lock (CPU torch) left as it is" in out.stderr
+    assert "requirements/dev.lock (CPU torch) left as it is" in out.stderr
+    assert "lock files match their inputs and resolve to themselves" in out.stdout
+    assert "uv pip install" not in out.stdout, "make venv ran in the copy"
 
 
 def test_npu_image_target_stops_without_fetched_sources(tmp_path: Path) -> None:

@@ -17,7 +17,10 @@ def make_shared(root: Path, model: str = "qwen3.5-397b-a17b") -> dict[str, str]:
     mdir = root / "models" / model
     mdir.mkdir(parents=True)
     (mdir / "config.json").write_text(json.dumps(synthetic_config(MODELS[model])))
-    (mdir / "model-00001-of-00001.safetensors").write_bytes(b"\0" * 16)
+    # a stand-in shard: its safetensors header declares one small tensor, so the storage plan (checks/storage.py)
+    # counts a small checkpoint, as it counts the real one's parameters from its headers
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [1000], "data_offsets": [0, 2000]}}).encode()
+    (mdir / "model-00001-of-00001.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 2000)
     data = root / "data"
     data.mkdir()
     for name in ("train.parquet", "test.parquet"):

@@ -204,6 +204,41 @@ def test_run_that_loses_a_node_is_stopped_and_its_record_names_the_node(
     assert "lost: the host does not answer" in (run_dir / "train.log").read_text()
 
 
+# verl's driver blocked in a Ray call to the lost node does not end on SIGTERM.
+DEAF_MAIN = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("fake verl running", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_verl_deaf_to_sigterm_is_killed_after_the_lost_node_grace_not_the_stop_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verl_recipe.run import launcher
+
+    install_fake_verl(tmp_path, monkeypatch, DEAF_MAIN)
+    monkeypatch.setattr(launcher, "LOST_STOP_GRACE_S", 1.0)
+    assert launcher.STOP_GRACE_S >= 30, "a stop or a health rule still gives verl its time to end its job"
+    paths = make_shared(tmp_path / "shared")
+    recipe, resolved = resolve(Request("qwen3.5-397b", sets=[s for s in set_args(paths) if s != "--set"]))
+    members = [view("a3-01", "10.9.0.11"), view("a3-02", "10.9.0.12")]
+
+    def gone(ip: str, port: int) -> str | None:
+        return "silent" if ip == "10.9.0.12" else None
+
+    t0 = time.monotonic()
+    rc, _ = run_attempt(
+        render(recipe, resolved, []), resolved, {}, members=members, every_s=0.2,
+        watch=NodeWatch(confirm_s=0.3, knock=gone),
+    )  # fmt: skip
+    took = time.monotonic() - t0
+    assert rc == 3 and took < 20, f"ended after {took:.1f} s"
+    (run_dir,) = (Path(paths["LOG_DIR"]) / "verl_grpo_qwen3_5" / "qwen3.5-397b" / "runs").iterdir()
+    assert json.loads((run_dir / "outcome.json").read_text())["verl_exit_code"] == -9, "killed, not ended by itself"
+
+
 def test_run_without_losses_keeps_verls_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_verl(tmp_path, monkeypatch, "import sys; sys.exit(7)\n")
     paths = make_shared(tmp_path / "shared")

@@ -65,12 +65,28 @@ def test_steps_and_where_they_run_are_read_with_each_line() -> None:
     by_line = {c.line: c for c in cmds}
     assert by_line["make venv"].step == 1 and by_line["make venv"].where == ("build host", "control node")
     doctor = next(c for c in cmds if "doctor" in c.line)
-    assert doctor.where == ("every host",) and runbook.rule_for(doctor.line).how == runbook.EVERY_HOST
+    assert doctor.where == ("control node",) and runbook.rule_for(doctor.line).how == runbook.HERE
+    # after `make use`, no line names an inventory: the site is remembered
+    use = next(c for c in cmds if c.line.startswith("make use "))
+    assert not [c.line for c in cmds if c.step > use.step and "INVENTORY=" in c.line]
 
 
 def test_a_new_or_changed_line_without_a_rule_is_named() -> None:
-    text = README.read_text().replace("make preflight INVENTORY=", "make preflight-all INVENTORY=", 1)
+    text = README.read_text().replace("make preflight\n", "make preflight-all\n", 1)
     changed = [c.line for c in runbook.commands(text) if "preflight-all" in c.line]
     assert changed
     with pytest.raises(LookupError, match="preflight-all"):
         runbook.rule_for(changed[0])
+
+
+def test_make_help_lists_what_a_site_types_and_keeps_the_contributors_targets_apart() -> None:
+    def listed(target: str) -> set[str]:
+        p = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), target], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return {line.split()[0] for line in p.stdout.splitlines() if line.startswith("  ") and "(" not in line[:4]}
+
+    user, dev = listed("help"), listed("help-dev")
+    typed = {c.split()[1] for line in runbook_lines() for c in line.split("&&") if c.strip().startswith("make ")}
+    assert typed <= user, f"README's targets missing from make help: {typed - user}"
+    assert not user & dev, user & dev
+    assert {"test-unit", "lint", "golden", "sim-up", "bench", "lock-npu"} <= dev

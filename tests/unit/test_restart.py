@@ -4,6 +4,8 @@ person or the same failure at the same step twice does not, and the record says 
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -73,7 +75,18 @@ def test_the_decision_is_recorded_and_runs_says_recovering_then_restarted(tmp_pa
     outcome = json.loads((now.run_dir / runfiles.OUTCOME).read_text())
     assert outcome["restart"] == {"restarting": True, "why": why, "attempt": 1}
     assert "restarts it by itself" in outcome["next"]
+    # recovering only while the supervisor that waits beats; without a beat nobody acts on the decision (a folder
+    # just written counts from its launch.json until the first beat)
+    launch = now.run_dir / runfiles.LAUNCH
+    old = time.time() - lifecycle.HEARTBEAT_STALE_S - 5
+    os.utime(launch, (old, old))
+    assert lifecycle.state_of(now.run_dir).state == "gone"
+    os.utime(launch, None)
+    assert lifecycle.state_of(now.run_dir).state == "recovering", "a folder just written is not gone"
+    lifecycle.write_heartbeat(now.run_dir, 4)
     assert lifecycle.state_of(now.run_dir).state == "recovering"
+    late = lifecycle.state_of(now.run_dir, now=time.time() + lifecycle.HEARTBEAT_STALE_S + 1)
+    assert late.state == "gone" and "EXPERIMENT_NAME=" in late.detail, late
     nxt = now.run_dir.parent / "20261204T101000Z"
     nxt.mkdir()
     (nxt / runfiles.LAUNCH).write_text("{}")

@@ -38,19 +38,20 @@ def test_accepted(capsys: pytest.CaptureFixture[str], recipe: str, sets: list[st
 
 REFUSED = [
     ("qwen3.5-397b", ["--set", "LR=abc"], "LR='abc' is not a number"),
-    ("qwen3.5-397b", ["--set", "LR=-1e-6"], "LR=-1e-6: must be >= 0 on megatron (Megatron's LR scheduler"),
-    ("qwen3.5-397b", ["--", "actor_rollout_ref.actor.optim.lr=-0.1"], "LR=-0.1: must be >= 0"),
+    ("qwen3.5-397b", ["--set", "LR=-1e-6"], "LR=-1e-6: must be in [0, 1] on megatron (Megatron's LR scheduler"),
+    ("qwen3.5-397b", ["--", "actor_rollout_ref.actor.optim.lr=-0.1"], "LR=-0.1: must be in [0, 1]"),
     ("qwen3.5-397b", ["--set", "GEN_MEM_UTIL=0"], "GEN_MEM_UTIL=0: must be in (0, 1]"),
     ("qwen3.5-397b", ["--set", "GEN_MEM_UTIL=1.2"], "GEN_MEM_UTIL=1.2: must be in (0, 1]"),
     ("qwen3.5-397b", ["--set", "GEN_MEM_UTIL=lots"], "GEN_MEM_UTIL='lots' is not a number"),
     (
         "qwen3.5-397b",
         ["--set", "TOTAL_EPOCHS=0"],
-        "TOTAL_EPOCHS=0: must be >= 1 on megatron (Megatron's LR scheduler asserts lr_decay_steps > 0",
+        "TOTAL_EPOCHS=0: must be in [1, 1000000000] on megatron (Megatron's LR scheduler asserts lr_decay_steps > 0",
     ),
-    ("qwen3.5-35b-fsdp", ["--set", "TOTAL_EPOCHS=-1"], "TOTAL_EPOCHS=-1: must be >= 0 on fsdp"),
-    ("qwen3.5-397b", ["--set", "SAVE_FREQ=-1"], "SAVE_FREQ=-1: must be >= 1 on megatron (verl saves no checkpoint"),
-    ("qwen3.5-35b-fsdp", ["--set", "FSDP_SIZE=0"], "FSDP_SIZE=0: must be >= 1 or -1 on fsdp"),
+    ("qwen3.5-35b-fsdp", ["--set", "TOTAL_EPOCHS=-1"], "TOTAL_EPOCHS=-1: must be in [0, 1000000000] on fsdp"),
+    ("qwen3.5-397b", ["--set", "SAVE_FREQ=-1"], "SAVE_FREQ=-1 with RESTARTS=3: a run that saves no checkpoint cannot"),
+    ("qwen3.5-397b", ["--set", "SAVE_FREQ=0"], "SAVE_FREQ=0: must be in [1, 1000000000] or -1 on megatron"),
+    ("qwen3.5-35b-fsdp", ["--set", "FSDP_SIZE=0"], "FSDP_SIZE=0: must be in [1, 16384] or -1 on fsdp"),
     ("qwen3.5-35b-fsdp", ["--set", "FSDP_SIZE=-2"], "FSDP_SIZE=-2"),
     (
         "qwen3.5-397b",
@@ -195,5 +196,5 @@ def test_docs_settings_table_shows_each_domain() -> None:
         assert spec.domain is not None
         row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
         assert f"| {spec.domain.describe(spec.kind)} |" in row, row
-    assert "| int >= 0 (megatron: >= 1) |" in table  # TOTAL_EPOCHS
+    assert "| int in [0, 1000000000] (megatron: >= 1) |" in table  # TOTAL_EPOCHS
     assert "| float in (0, 1] |" in table  # GEN_MEM_UTIL

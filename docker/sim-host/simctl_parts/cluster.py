@@ -17,7 +17,6 @@ from .common import (
     HOST_MEM_GIB,
     LABEL,
     NPU_NET,
-    OPERATOR_USER,
     SHARED_ROOT,
     SSH_USER,
     SimError,
@@ -74,9 +73,8 @@ def config_tar(cluster: dict[str, Any], host: str, pubkey: str) -> bytes:
         add("etc/verl-sim/cluster.json", json.dumps(cluster, indent=1) + "\n")
         add("etc/verl-sim/host", host + "\n")
         add("etc/verl-sim/faults.json", '{"faults": []}\n')
+        # only the deploy account's: the operator's own key (site_operator_keys) is installed by deploy.yml
         add(f"etc/ssh/authorized_keys/{SSH_USER}", pubkey)
-        # the operator account (site_operators) logs in with the same simulated key
-        add(f"etc/ssh/authorized_keys/{OPERATOR_USER}", pubkey)
     return buf.getvalue()
 
 

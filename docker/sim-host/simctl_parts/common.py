@@ -21,6 +21,8 @@ MAX_NODES = 16
 SSH_USER = "deploy"
 # A head account that may start training (inventory site_operators; ansible/roles/operator), not the deploy account.
 OPERATOR_USER = "trainer"  # Debian has a group "operator" of its own
+# The operator's own key pair beside the simulated inventory (not the deploy account's id_ed25519)
+OPERATOR_KEY = "id_operator_ed25519"
 # The memory every simulated host reports (/proc/meminfo, bound as LXCFS does): an assumed A3 host's RAM, above the
 # preflight's 1024 GiB floor; the real figure is the host's own. The real-site profile varies it between hosts.
 HOST_MEM_GIB = 1536

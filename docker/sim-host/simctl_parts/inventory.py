@@ -15,7 +15,18 @@ from typing import Any
 from a3facts import DIES_PER_NODE as DIES  # noqa: E402 - the A3 facts' one home (a copy of verl_recipe/a3facts.py)
 from a3facts import RAY_DASHBOARD_PORT, RAY_GCS_PORT  # noqa: E402
 
-from .common import LINK_MODES, MARKER, OPERATOR_USER, REPO, SHARED_ROOT, SSH_USER, SimError, container, docker
+from .common import (
+    LINK_MODES,
+    MARKER,
+    OPERATOR_KEY,
+    OPERATOR_USER,
+    REPO,
+    SHARED_ROOT,
+    SSH_USER,
+    SimError,
+    container,
+    docker,
+)
 
 # --------------------------------------------------------------------------------------------------------------
 # inventory
@@ -224,6 +235,8 @@ def write_inventory(
         "site_install_dir: /opt/verl-recipe",
         "# The head account that starts training through verl-train (ansible/roles/operator), not the deploy account",
         f"site_operators: [{OPERATOR_USER}]",
+        "# The operator's own public key on this control node; deploy.yml authorizes it on the head",
+        f"site_operator_keys: {{{OPERATOR_USER}: {yaml_str(str(inv / (OPERATOR_KEY + '.pub')))}}}",
         "# A planted secret file (simctl.py PLANTED_SECRET): it reaches verl's workers, and no record holds it",
         f"site_secret_files: {{{PLANTED_SECRET}: {yaml_str(str(planted_secret_file(inv)))}}}",
         "# Launch settings for the simulated cluster (simctl.py sim_site_launch)",

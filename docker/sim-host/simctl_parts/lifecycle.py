@@ -18,6 +18,7 @@ from .common import (
     LINK_MODES,
     MARKER,
     MAX_NODES,
+    OPERATOR_KEY,
     SHARED_DIRS,
     SHARED_ROOT,
     SSH_USER,
@@ -177,6 +178,10 @@ def up(a: argparse.Namespace) -> dict[str, Any]:
     try:
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name} cluster key", "-f", str(inv / "id_ed25519")])
         pubkey = (inv / "id_ed25519.pub").read_text()
+        # the operator's own key (site_operator_keys), which only deploy.yml puts on the head
+        run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name} operator key", "-f", str(inv / OPERATOR_KEY)]
+        )
         lab = ["--label", f"{LABEL}={name}"]
         net = create_network(a, net, lab)
         cluster = describe(name, a.nodes, net, site_options(a))

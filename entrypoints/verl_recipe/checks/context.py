@@ -18,8 +18,13 @@ class Context:
     model: ModelArch
     knobs: Knobs | None = None
     problems: list[Problem] = field(default_factory=list)
+    # `NAME=value` of each setting its domain refused (domains.py): a later rule about that value alone would blame
+    # the same number again, so the user reads one line per bad number.
+    out_of_domain: set[str] = field(default_factory=set)
 
     def add(self, subject: str, what: str, fix: str, rule: str = "") -> None:
+        if subject in self.out_of_domain:
+            return
         self.problems.append(Problem(subject, what, fix, rule))
 
     def show(self, *names: str) -> str:

@@ -28,8 +28,10 @@ def check(ctx: Context) -> bool:
         wrong = "is not a number" if number is None else domain.violation(number, engine)
         if wrong is None:
             continue
-        why = f" ({domain.why})" if domain.why else ""
+        reason = domain.reason(number) if number is not None else domain.why
+        why = f" ({reason})" if reason else ""
         ctx.add(f"{spec.name}={value}", f"{wrong} on {engine}{why}", f"set {spec.name} {domain.range_text(engine)}")
+        ctx.out_of_domain.add(f"{spec.name}={value}")
         if spec.kind == "int" and spec.blocks_layout:
             layout_usable = False
     return layout_usable

@@ -59,6 +59,19 @@ def check(
     trackers(ctx, {**environ, **env_overrides, **dict.fromkeys(secret_names, "(a secret file)")})
     mm_cache(ctx)
     health_stop(ctx)
+    no_checkpoint(ctx)
+
+
+def no_checkpoint(ctx: Context) -> None:
+    """SAVE_FREQ=-1 (a smoke rung: nothing to keep) leaves a restart nothing to resume from: it would train again
+    from step 1, so the restart policy must be off."""
+    values = ctx.values
+    if values.get("SAVE_FREQ") == -1 and int(values.get("RESTARTS") or 0) > 0:
+        ctx.add(
+            f"SAVE_FREQ=-1 with RESTARTS={values['RESTARTS']}",
+            "a run that saves no checkpoint cannot be restarted from one",
+            "set RESTARTS=0, or SAVE_FREQ >= 1",
+        )
 
 
 def health_stop(ctx: Context) -> None:

@@ -27,7 +27,7 @@ def checkpoint_dir(values: dict[str, Any]) -> Path:
     return Path(experiment_dir(str(values["CKPT_DIR"]), values))
 
 
-def _config_sha256(model_path: str) -> str | None:
+def config_sha256(model_path: str) -> str | None:
     cfg = Path(model_path) / "config.json"
     try:
         if cfg.stat().st_size > CONFIG_MAX_BYTES:
@@ -46,7 +46,7 @@ def identity(recipe: str, engine: str, values: dict[str, Any]) -> dict[str, Any]
         "recipe": recipe,
         "engine": engine,
         "model_path": str(values["MODEL_PATH"]),
-        "model_config_sha256": _config_sha256(str(values["MODEL_PATH"])),
+        "model_config_sha256": config_sha256(str(values["MODEL_PATH"])),
         "layout": layout,
         "train_files": [str(f) for f in values.get("TRAIN_FILES") or []],
     }

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from ..checks import resume
-from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
+from ..exitcodes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK
 from ..exitcodes import EXIT_NOT_READY as EXIT_NOT_READY  # these two also named here, with the others
 from ..exitcodes import EXIT_SIMULATED as EXIT_SIMULATED
 from ..prepare import add_request_args, prepare, request_of
@@ -35,6 +36,7 @@ FORWARDED = {
     "runs": "every run under LOG_DIR: state, step of total, ETA, attempts, last alert",
     "attach": "a run's progress lines from its first step, following it until it ends (Ctrl-C leaves the run)",
     "stop": "stop a run cleanly (verl ends its Ray job), wait for its end, and record who stopped it and where",
+    "export": "a run's save as a Hugging Face folder, checked against the base model (or --check DIR --base PATH)",
     "bundle": "one .tar.gz of a run's evidence from every host (logs, plogs, npu-smi, kernel tail), secrets redacted",
 }
 
@@ -116,6 +118,10 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
         from ..review import compare
 
         return compare.main(args)
+    if cmd == "export":
+        from . import export
+
+        return export.main(args)
     if cmd == "bundle":
         from ..review import bundle
 
@@ -136,6 +142,21 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command; a reader that closes its output early (`verl-recipe diagnose RUN | head`) ends it quietly."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # here, not at the interpreter's exit, where a closed pipe prints "Exception ignored"
+    except BrokenPipeError:
+        # Nothing more can be said on stdout: point it at /dev/null so that no later flush fails (Python's signal
+        # module docs, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] and raw[0] in FORWARDED:
         return run_forwarded(raw[0], raw[1:])

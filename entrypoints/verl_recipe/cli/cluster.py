@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +162,22 @@ def start_local_head(ne: NodeEnv) -> None:
 
 
 def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
+    """A training run (or its rehearsal) with its own lines kept in its run folder as well (run/ownlog.py)."""
+    from ..run.ownlog import OwnLog
+
+    ns.own_log = OwnLog()
+    try:
+        return _train(ns, extra)
+    except BaseException as exc:
+        # the traceback the terminal gets from the interpreter, into supervisor.log too (a detached run keeps it)
+        if not isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            ns.own_log.write(traceback.format_exc())
+        raise
+    finally:
+        ns.own_log.close()
+
+
+def _train(ns: argparse.Namespace, extra: list[str]) -> int:
     ne = from_environ()
     # verl is pointed at this cluster's head explicitly, never at whatever `auto` finds.
     os.environ.setdefault("RAY_ADDRESS", ne.gcs_address)
@@ -168,7 +186,7 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
     for key, value in QUIET_RAY.items():
         os.environ.setdefault(key, value)  # the driver (this process, then verl's) as the nodes
     req = request_of(ns, extra)
-    launch, resolved, problems = prepare(req)
+    launch, resolved, problems = prepare(req, rehearse=ns.rehearse, simulated=ne.simulated)
     if problems:
         return refuse(problems, req.recipe)
     v = resolved.values
@@ -197,7 +215,6 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         members = [m for m in views_from_ray(ray) if m.alive]  # the launch keeps knocking on these
     finally:
         ray.shutdown()
-    from ..run import restart
     from ..run.launcher import end_of_simulation, run_attempt
 
     info: dict[str, Any] = {"cluster": ne.gcs_address}
@@ -206,45 +223,59 @@ def cmd_train(ns: argparse.Namespace, extra: list[str]) -> int:
         print(f"simulated cluster: {STANDIN_NOTE}", file=sys.stderr, flush=True)
     elif ne.simulated:
         return end_of_simulation(launch, resolved, info, EXIT_SIMULATED)
-    # The restart policy (run/restart.py): each attempt is a run folder of its own; one that lost a node or met a
-    # transient failure starts again once the cluster is whole, validated again and resumed; bounded by RESTARTS.
-    before: list[restart.Attempt] = []
-    while True:
+    # The restart policy (run/restart.py, run/supervise.py): each attempt is a run folder of its own; one that lost
+    # a node or met a transient failure starts again on healthy nodes (run/recovery.py), validated again and
+    # resumed; bounded by RESTARTS.
+    from ..run.lifecycle import write_heartbeat
+    from ..run.supervise import Hooks, supervise
+
+    def attempt(on: tuple[Any, ...], more: dict[str, Any]) -> tuple[int, Path]:
         # The hosts and their cluster addresses, in the record: diagnose names a failed worker's host from Ray's
         # address of it, and a node log's own `ray start` line may be far behind its tail.
-        info["nodes"] = [{"host": m.name, "ip": m.ip} for m in members]
-        rc, run_dir = run_attempt(launch, resolved, info, members=members)
-        now = restart.attempt_of(rc, run_dir)
-        again, why = restart.decide(now, before, int(v.get("RESTARTS") or 0))
-        if rc != EXIT_OK:
-            print(why, file=sys.stderr, flush=True)
-            restart.record(now, again, why, len(before) + 1)
-        if not again:
-            return rc
-        before.append(now)
-        wait_s = float(v.get("RESTART_WAIT") or ns.wait_deadline)
-        print(f"waiting up to {wait_s:.0f} s for all {nnodes} nodes to be back", file=sys.stderr, flush=True)
-        rc, members = _wait_whole(ne, nnodes, dies, wait_s, watch)
-        if rc:
-            return rc  # the wait's line names the host that did not come back
-        launch, resolved, problems = prepare(req)  # validated again: the resume check sees the new checkpoint
+        info.update(more, nodes=[{"host": m.name, "ip": m.ip} for m in on])
+        return run_attempt(state["launch"], state["resolved"], info, members=list(on), on_run_dir=ns.own_log.to)
+
+    def wait(lost: dict[str, Any], poll: Callable[[], None]) -> tuple[int, Any]:
+        wait_s = float(state["resolved"].values.get("RESTART_WAIT") or ns.wait_deadline)
+        return _wait_restart(ne, nnodes, dies, wait_s, lost, poll)
+
+    def again() -> tuple[str, int] | None:
+        launch2, resolved2, problems = prepare(
+            req, simulated=ne.simulated
+        )  # validated again: the resume check sees the new checkpoint
         if problems:
-            return refuse(problems, req.recipe)
-        v = resolved.values
-        done = resume.complete(v)
+            refuse(problems, req.recipe)
+            return f"the launch was refused on validation: {problems[0]}", EXIT_BAD_INPUT
+        done = resume.complete(resolved2.values)
         if done:
             print(done, flush=True)
-            return EXIT_OK
+            return "the run is complete already", EXIT_OK
+        state.update(launch=launch2, resolved=resolved2)
+        return None
+
+    state: dict[str, Any] = {"launch": launch, "resolved": resolved}
+    hooks = Hooks(attempt=attempt, wait=wait, again=again, heartbeat=write_heartbeat)
+    return supervise(tuple(members), int(v.get("RESTARTS") or 0), hooks)
 
 
-def _wait_whole(ne: NodeEnv, nnodes: int, dies: int, deadline_s: float, watch: Any) -> tuple[int, list[Any]]:
-    """Every node back with its dies within the deadline, and the joined members; or the wait's exit code."""
-    from ..cluster.clusterwait import views_from_ray, wait_for_cluster
+def _wait_restart(
+    ne: NodeEnv, nnodes: int, dies: int, deadline_s: float, lost: dict[str, Any], poll: Callable[[], None]
+) -> tuple[int, Any]:
+    """Ray told at once that the lost nodes are gone (a powered-off host's dies are otherwise free in its view for
+    30 s or more), then the restart wait over healthy nodes (run/recovery.py)."""
+    from ..cluster.clusterwait import drain_nodes, views_from_ray
+    from ..cluster.nodewatch import knock
+    from ..run.recovery import wait_for_restart
 
+    print(f"waiting up to {deadline_s:.0f} s for {nnodes} healthy nodes", file=sys.stderr, flush=True)
     ray = _connect(ne, deadline_s)
     try:
-        rc = wait_for_cluster(lambda: views_from_ray(ray), ne.cluster, nnodes, dies, deadline_s, watch=watch)
-        return rc, ([] if rc else [m for m in views_from_ray(ray) if m.alive])
+        said = drain_nodes(ray, [x.node_id for x in lost.values() if x.node_id])
+        if said:
+            print(said, file=sys.stderr, flush=True)
+        return wait_for_restart(
+            lambda: views_from_ray(ray), knock, lost, ne.cluster, nnodes, dies, deadline_s, on_poll=poll
+        )
     finally:
         ray.shutdown()
 

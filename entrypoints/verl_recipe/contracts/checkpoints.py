@@ -21,5 +21,10 @@ MUST_MATCH = ("engine", "model_path", "model_config_sha256", "layout")
 REPORTED = ("train_files",)
 
 
+# Where `verl-recipe export` writes a save's Hugging Face folder by default: <experiment folder>/export/global_step_<N>
+# (beside the saves, out of CKPT_KEEP's reach: retention removes only global_step_<N> folders at the top).
+EXPORT_DIR = "export"
+
+
 def step_dir(step: int) -> str:
     return f"{STEP_DIR_PREFIX}{step}"

@@ -39,10 +39,17 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "alert when device or host memory rises every step of HEALTH_MEM_WINDOW steps by more than this many GB",
         "2",
         lo=0,
+        hi=65536,  # 64 TB a step: no host or die grows so much
         lo_open=True,
     ),
     Threshold(
-        "HEALTH_MEM_WINDOW", "int", "steps the memory-growth rule looks back over", 10, lo=2, blocks_layout=False
+        "HEALTH_MEM_WINDOW",
+        "int",
+        "steps the memory-growth rule looks back over",
+        10,
+        lo=2,
+        hi=1000,
+        blocks_layout=False,
     ),
     Threshold(
         "HEALTH_STEP_TIME_RATIO",
@@ -51,6 +58,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "steps after warm-up",
         "1.5",
         lo=1,
+        hi=1000,
         lo_open=True,
     ),
     Threshold(
@@ -60,6 +68,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "this many times its own baseline in HEALTH_PHASE_K of the last HEALTH_PHASE_N steps",
         "2",
         lo=1,
+        hi=1000,
         lo_open=True,
     ),
     Threshold(
@@ -95,6 +104,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "alert when no step arrives within this many times the run's median step time",
         "5",
         lo=1,
+        hi=1000,
         lo_open=True,
     ),
     Threshold(
@@ -104,6 +114,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "checkpoint folder there and not yet in verl's tracker)",
         "3600",
         lo=0,
+        hi=7 * 24 * 3600,  # a week
         lo_open=True,
     ),
     Threshold(
@@ -112,6 +123,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "alert when critic/rewards/mean falls this far below its running best",
         "0.3",
         lo=0,
+        hi=1e9,  # beyond any reward scale
         lo_open=True,
     ),
     Threshold(
@@ -136,6 +148,7 @@ NAN = "nan"
 REWARD_DROP = "reward_drop"
 STALL = "stall"
 HOST_MEMORY = "host_memory"
+CHECKPOINT_SPACE = "checkpoint_space"
 
 
 @dataclass(frozen=True)
@@ -258,6 +271,19 @@ HEALTH_RULES: tuple[HealthRule, ...] = (
         (
             "Ray's OOM killer (it acts at `RAY_memory_usage_threshold`, 0.95 by default) taking the TaskRunner: "
             "verl#3453, #1964"
+        ),
+    ),
+    HealthRule(
+        CHECKPOINT_SPACE,
+        (
+            "after a step, the free space at `CKPT_DIR` is less than the next save writes (the plan's bytes a save, "
+            "`verl-recipe plan`), before that save starts; the alert names the path, the free space, the step of "
+            "the save and its size"
+        ),
+        (),
+        (
+            "a save that fails on a full disk hours into a run, `OSError: [Errno 28] No space left on device` "
+            "(verl keeps every save by default: `trainer.max_actor_ckpt_to_keep: null`)"
         ),
     ),
 )

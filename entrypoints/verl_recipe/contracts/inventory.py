@@ -173,8 +173,20 @@ FIELDS: tuple[InventoryField, ...] = (
         OPTIONAL,
         "existing accounts of the head that may start training: deploy.yml adds them to group `verl-train`, whose "
         'one root command is `/usr/local/sbin/verl-train SERVICE [ARGS...]` (docs/deploy.md, "Who starts '
-        'training"); `make train` logs in as the first of them unless `OPERATOR` is given',
+        'training"); `make train` logs in as the first of them unless `OPERATOR` is given, and refuses an '
+        "inventory without operators",
         default=[],
+    ),
+    InventoryField(
+        "site_operator_keys",
+        SITE,
+        "operator_keys",
+        OPTIONAL,
+        "`account: /path/on/the/control/node/key.pub` for operators who log in with a key the head does not know "
+        "yet: deploy.yml adds it to the account's `~/.ssh/authorized_keys` on the head; `make train` offers the "
+        "private key beside it (the path without `.pub`) when the control node has it, else `OPERATOR_KEY` or "
+        "ssh's own keys, never the deploy account's",
+        default={},
     ),
     InventoryField(
         "site_secret_files",
@@ -191,7 +203,7 @@ FIELDS: tuple[InventoryField, ...] = (
         SITE,
         "mapping",
         OPTIONAL,
-        "the site's launch settings, by the settings table's names (README \"Settings\"), with a `recipes: {NAME: "
+        "the site's launch settings, by the settings table's names (docs/settings.md), with a `recipes: {NAME: "
         "{...}}` map for one recipe's own; deploy.yml writes them to `<site_install_dir>/site.yaml`, which every "
         "compose service reads as its site file (`VERL_RECIPE_SITE`, mounted read-only at "
         "`/etc/verl-recipe/site.yaml`)",

@@ -17,6 +17,7 @@ RUN_PAGE = "run.html"  # the run page
 NODES = "nodes"  # a link to LOG_DIR/nodes: one log per host, for the node's life
 HEARTBEAT = "heartbeat"  # rewritten by the supervisor while it lives: `verl-recipe runs` tells running from gone
 STOP_REQUEST = "stop_request.json"  # written by `verl-recipe stop`: who asked and when; the supervisor honours it
+SUPERVISOR_LOG = "supervisor.log"  # the supervisor's own lines (decisions, waits, a traceback): a detached run's too
 # {"<host>.log": bytes}: each node log's size when the run started. A node log holds the node's whole life (its
 # start-up, earlier runs); diagnose reads it from here on, so nothing before this run is taken for its failure.
 NODE_LOGS_AT_START = "node_logs_at_start.json"
@@ -26,7 +27,7 @@ NODE_LOGS_AT_END = "node_logs_at_end.json"
 # Every name, in the order docs/contracts.md lists them.
 ALL = (
     LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES,
-    HEARTBEAT, STOP_REQUEST, NODE_LOGS_AT_START, NODE_LOGS_AT_END,
+    HEARTBEAT, STOP_REQUEST, SUPERVISOR_LOG, NODE_LOGS_AT_START, NODE_LOGS_AT_END,
 )  # fmt: skip
 
 # The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page

@@ -332,7 +332,7 @@ def _evidence(log: LogText, i: int, event: Event | None) -> tuple[str, ...]:
 def _general_finding(e: Event) -> Finding:
     family = fam.BY_FAMILY[e.family]
     return Finding(
-        e.id, e.title, e.cause, family.fix, family.prevent, e.file, e.line, e.excerpt,
+        e.id, e.title, e.cause, e.fix or family.fix, family.prevent, e.file, e.line, e.excerpt,
         family=e.family, confidence=e.confidence, host=e.host, rank=e.rank, basis=e.basis,
     )  # fmt: skip
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import PurePath
 from typing import Protocol
 
+from . import codes
 from . import families as fam
+from . import taxonomy as tax
 from .firstfailure import (
     Event,
     Hosts,
@@ -29,9 +31,13 @@ from .signatures import SIGNATURES
 MAX_HITS = 64  # per pattern and log: ordering needs the first lines of each host, not every repeat
 MAX_CANDIDATES = 4096  # needle hits looked at per pattern and log before giving up on that pattern
 EXCERPT_CHARS = 400
-# A traceback's last line: an exception name at the start, after a Ray "(Actor pid=N, ip=X)" prefix.
-EXCEPTION_LINE = re.compile(r"^(?:\([^)]*\)\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Iteration))\b")
 EXCEPTION_NEEDLES = ("error", "exception", "stopiteration")
+# The general rules: the taxonomies' first (more specific: they claim a line before families.RULES reads it).
+GENERAL_RULES = tax.RULES + fam.RULES
+# CANN codes of a known class in the lower-cased text (families.CANN_CLASSES and taxonomy.CANN_MORE).
+CANN_LOW = re.compile(r"(?<![a-z0-9])e[eijlzhc136]\d{4}(?![0-9])")
+ACL_NEEDLES = ("error code", "runtime result", "errno")
+TORCH_NPU_NEEDLES = ("err0", "err9")
 # Families whose lines name a dead worker's or node's own address: the event is that host's.
 DEATH_FAMILIES = ("ray-lost", "host-memory")
 GENERAL_ORDER = 1000  # general events come after every signature where times tie
@@ -68,6 +74,18 @@ class _Text:
     def line_at(self, pos: int) -> int:
         return bisect.bisect_right(self.starts, pos) - 1
 
+    def matching(self, rx: re.Pattern[str]) -> list[int]:
+        """Indices of the lines `rx` finds in the lower-cased text, each line once, at most MAX_CANDIDATES."""
+        out: list[int] = []
+        m = rx.search(self.low)
+        while m is not None and len(out) < MAX_CANDIDATES:
+            i = self.line_at(m.start())
+            out.append(i)
+            if i + 1 >= len(self.starts):
+                break
+            m = rx.search(self.low, self.starts[i + 1])
+        return out
+
     def candidates(self, needles: Sequence[str]) -> list[int]:
         """Indices of the lines holding a needle, ascending, at most MAX_CANDIDATES per needle."""
         found: set[int] = set()
@@ -101,11 +119,13 @@ def log_events(log: Log, hosts: Hosts, year: int, seq: int = 0) -> list[Event]:
     events: list[Event] = []
     claimed: set[int] = set()
 
-    def add(i: int, **kw: object) -> None:
+    def add(i: int, place: tuple[str, str | None] | None = None, **kw: object) -> None:
         nonlocal seq
         line = lines[i]
         host = line_host(line, file_host, hosts, driver)
         rank = rank_of(line)
+        if place is not None:  # an HCCL line that names the address (and rank) it points to
+            host, rank = hosts.name(place[0]), place[1] or rank
         if kw.get("family") in DEATH_FAMILIES:
             dead_host, dead_rank = dead_worker(lines, i, hosts)
             host, rank = dead_host or host, dead_rank or rank
@@ -130,68 +150,93 @@ def log_events(log: Log, hosts: Hosts, year: int, seq: int = 0) -> list[Event]:
 
     for k, sig in enumerate(SIGNATURES):
         for i in _hits(sig.regex, sig.needles, text, lines):
-            add(i, id=sig.id, title=sig.title, family=sig.family, confidence=fam.HIGH, symptom=sig.symptom, order=k)
-    for k, rule in enumerate(fam.RULES):
+            add(
+                i, id=sig.id, title=sig.title, family=sig.family, confidence=fam.HIGH, symptom=sig.symptom, order=k,
+                specific=tax.SIGNATURE,
+            )  # fmt: skip
+    for k, rule in enumerate(GENERAL_RULES):
         for i in _hits(rule.regex, rule.needles, text, lines):
             if i in claimed or fam.is_noise(lines[i]):
                 continue
+            cause = rule.cause
+            result = codes.hccl_result(lines[i]) if rule.id == "hccl-api" else None
+            if result:
+                cause = f"{cause}; HCCL returned {result}"
             add(
                 i,
+                place=codes.pointed_place(lines[i]) if rule.family == "communication" else None,
                 id=rule.id,
                 title=rule.title,
                 family=rule.family,
                 confidence=rule.confidence,
                 symptom=rule.symptom,
                 order=GENERAL_ORDER + k,
-                cause=rule.cause,
+                cause=cause,
                 basis=rule.basis,
+                fix=rule.fix,
+                specific=tax.specificity(rule.id, rule.confidence),
             )
-    n_cann = 0
-    for i in text.candidates(("ei", "ej", "el", "ee", "ez")):
-        if n_cann >= MAX_HITS:
+    _code_events(lines, text, claimed, add)
+    return events
+
+
+def _code_events(lines: Sequence[str], text: _Text, claimed: set[int], add: Callable[..., None]) -> None:
+    """The lines read only by a code's class (CANN's, aclError's, torch_npu's) or by an exception's type and place."""
+    base = GENERAL_ORDER + len(GENERAL_RULES)
+    n = 0
+    for i in text.matching(CANN_LOW):
+        if n >= MAX_HITS:
             break
-        if i in claimed or fam.is_noise(lines[i]):
-            continue
-        code = fam.cann_code(lines[i])
+        code = None if i in claimed or fam.is_noise(lines[i]) else codes.cann_code(lines[i])
         if code is None:
             continue
         name, family, where, symptom = code
-        n_cann += 1
+        n += 1
         add(
-            i,
-            id="cann-code",
-            title=f"CANN error {name} from {where}",
-            family=family,
-            confidence=fam.LOW,
-            symptom=symptom,
-            order=GENERAL_ORDER + len(fam.RULES),
+            i, id="cann-code", title=f"CANN error {name} from {where}", family=family, confidence=fam.LOW,
+            symptom=symptom, order=base, specific=tax.CODE_CLASS, basis="CANN's error-code class",
             cause=f"CANN raised {name} ({where}); no known signature names this code, so only its class is read",
-            basis="CANN's error-code class",
-        )
-    n_exc = 0
+        )  # fmt: skip
+    for ident, needles, read, order in (
+        ("acl-code", ACL_NEEDLES, codes.acl_code, base + 1),
+        ("torch-npu-code", TORCH_NPU_NEEDLES, codes.torch_npu_code, base + 2),
+    ):
+        n = 0
+        for i in text.candidates(needles):
+            if n >= MAX_HITS:
+                break
+            found = None if i in claimed or fam.is_noise(lines[i]) else read(lines[i])
+            if found is None:
+                continue
+            name, family, meaning = found
+            n += 1
+            add(
+                i, id=ident, title=f"error {name}: {meaning}", family=family, confidence=fam.LOW, symptom=False,
+                order=order, specific=tax.specificity(ident, fam.LOW), basis="the error code's class",
+                cause=f"{meaning} (code {name}); only the code's class is read: the lines under it may say more",
+            )  # fmt: skip
+    n = 0
     for i in text.candidates(EXCEPTION_NEEDLES):
-        if n_exc >= MAX_HITS:
+        if n >= MAX_HITS:
             break
-        if i in claimed:
+        exc = None if i in claimed else codes.exception_family(lines, i)
+        if exc is None:
             continue
-        m = EXCEPTION_LINE.match(lines[i].strip())
-        exc_family = fam.exception_family(lines[i]) if m else None
-        if m is None or exc_family is None:
-            continue
-        n_exc += 1
+        name, family, by_place = exc
+        n += 1
+        how = f"it was raised in the {family} code (its innermost frames)" if by_place else "only its type is read"
         add(
             i,
             id="exception-type",
-            title=f"{m.group(1).rsplit('.', 1)[-1]} (by its exception type)",
-            family=exc_family,
+            title=f"{name.rsplit('.', 1)[-1]} (by its exception type{' and place' if by_place else ''})",
+            family=family,
             confidence=fam.LOW,
-            symptom=exc_family == "timeout-hang",
-            order=GENERAL_ORDER + len(fam.RULES) + 1,
-            cause=f"the traceback ends in {m.group(1)}; no known signature matches it, so only the exception type "
-            "is read",
-            basis="the exception type",
+            symptom=family == "timeout-hang",
+            order=base + 3,
+            cause=f"the traceback ends in {name}; no known signature matches it: {how}",
+            basis="the exception type and where it was raised" if by_place else "the exception type",
+            specific=tax.CODE_CLASS,
         )
-    return events
 
 
 def all_events(logs: Sequence[Log], hosts: Hosts, year: int) -> list[Event]:

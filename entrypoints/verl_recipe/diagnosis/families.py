@@ -127,6 +127,7 @@ class Rule:
     needles: tuple[str, ...]  # lower-case literals every matching line holds (a fast substring search first)
     cause: str
     symptom: bool = False  # a timeout or a broken link: it follows a failure elsewhere
+    fix: str = ""  # the rule's own next step; empty: its family's
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,7 +177,10 @@ RULES: tuple[Rule, ...] = (
         "Ray marked a node dead",
         RAY,
         (
-            r"has been marked dead because the detector has missed too many heartbeats",
+            # Ray's wording across releases: "has been marked dead because the detector (monitor) has missed too
+            # many heartbeats", the raylet's own "This node has been marked as dead" (docs.ray.io fault tolerance).
+            r"has been marked dead because the (?:detector|monitor) has missed too many heartbeats",
+            r"\bThis node has be(?:en|em) marked as dead\b",
             r"node manager has mistakenly been marked as dead",
             r"\bNodeDiedError\b",
             r"Local raylet died",
@@ -228,13 +232,20 @@ RULES: tuple[Rule, ...] = (
         "a rank lost its connection to a peer",
         PEER,
         (
-            r"Connection closed by peer",
+            r"Connection closed by (?:remote )?peer",
             r"Connection reset by peer",
             r"connectFullMesh failed",
             r"\bDistNetworkError\b",
             r"hcclCommInitRootInfo\w* failed|HcclCommInitRootInfo failed",
         ),
-        ("closed by peer", "reset by peer", "connectfullmesh", "distnetworkerror", "hcclcomminitrootinfo"),
+        (
+            "closed by peer",
+            "closed by remote peer",
+            "reset by peer",
+            "connectfullmesh",
+            "distnetworkerror",
+            "hcclcomminitrootinfo",
+        ),
         "a rank's connection to another rank broke: the peer died or the network between them failed",
         symptom=True,
     ),
@@ -334,6 +345,10 @@ NOISE: tuple[re.Pattern[str], ...] = (
     # "... - WARNING - ..."), after a Ray actor prefix: a warning is never the failure.
     re.compile(r"^(?:\([^)]*\)\s*)?(?:\[?(?:INFO|DEBUG|WARNING|WARN)\]?)[\s:]"),
     re.compile(r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning|ResourceWarning)\b"),
+    # NCCL's INFO lines (its debug trace, NCCL_DEBUG=INFO) and Ray's own C++ log records at level I or W
+    # ("[2022-02-16 12:45:07,907 W 149 199] node_manager.cc:157: ..."): never the failure.
+    re.compile(r"\bNCCL INFO\b"),
+    re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [IW] \d{1,10} \d{1,10}\]"),
 )
 
 

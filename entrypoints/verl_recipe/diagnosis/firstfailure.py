@@ -92,6 +92,8 @@ class Event:
     file_no: int = 0  # its log's place in reading order (train.log first)
     cause: str = ""  # a general rule's cause (a signature's is in its row)
     basis: str = ""  # which general rule put it in its family
+    fix: str = ""  # a general rule's own fix (empty: its family's)
+    specific: int = 2  # taxonomy.py: 0 a wrapper, 1 a code's class, 2 a rule on the message, 3 a signature
 
     def where(self) -> str:
         parts = [self.host or "an unknown host"]
@@ -291,6 +293,25 @@ def _sort_key(e: Event) -> tuple[Any, ...]:
     return (e.time is None, e.time or datetime.min, *where, CONFIDENCE_ORDER.get(e.confidence, 3), e.order, e.seq)
 
 
+REFINE_LINES = 12  # a wrapper's own explanation (CANN's message, the exception under it) follows within these lines
+WRAPPED = 2  # events less specific than a message rule: a wrapper (torch_npu's ERR code) or a code's class
+
+
+def _under_wrapper(first: Event, events: Sequence[Event]) -> Event:
+    """The nearest more specific event printed just under `first` when `first` only wraps it (torch_npu's "ERR02200 call
+    hccl api failed" above CANN's own message, CANN's code above its text): a chain followed to its root. A Python
+    exception is never refined: its root is the earliest traceback, which the order already puts first."""
+    if first.specific >= WRAPPED or first.id == "exception-type":
+        return first
+    best = first
+    for e in events:
+        if e.file_no != first.file_no or not 0 < e.line - first.line <= REFINE_LINES or e.specific <= first.specific:
+            continue
+        if best is first or e.line < best.line:
+            best = e  # the nearest: in a chain, the first error under the wrapper is its cause
+    return best
+
+
 @dataclass(frozen=True)
 class Ordering:
     first: Event | None
@@ -323,6 +344,10 @@ def order(events: Sequence[Event]) -> Ordering:
         else:
             first = ranked[0]
             why = "only timeouts and broken links were found: the rank they waited on may have hung without an error"
+        root = _under_wrapper(first, events)
+        if root is not first:
+            first = root
+            why += ", read through the error that wrapped it to the one printed under it"
     seen = {(first.host, first.rank)}
     rest: list[Event] = []
     for e in ranked:

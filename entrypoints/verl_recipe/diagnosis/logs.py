@@ -24,6 +24,14 @@ MAX_COUNT_BYTES = 512 * 2**20  # above this much skipped, lines are numbered fro
 MAX_FILES = 400  # a Ray session folder can hold thousands of worker logs
 MAX_DEPTH = 8
 MAX_WALK_ENTRIES = 200_000  # names looked at below a run folder before the walk stops going deeper
+# Within the byte budgets, the lines themselves are bounded too: a line's regular-expression work grows with its
+# length (one 80,000-character line took 69 s), and each line costs about 50 bytes of memory beyond its text (16 logs
+# of 8 MB of short lines took 3.3 GB). A longer line keeps its start and its end, where errors are; a file keeps its
+# last MAX_TAIL_LINES lines and a diagnosis MAX_TOTAL_LINES in all.
+MAX_LINE_CHARS = 4096
+LINE_CUT = " [...] "
+MAX_TAIL_LINES = 250_000
+MAX_TOTAL_LINES = 2_000_000
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -100,7 +108,7 @@ def log_files(paths: Sequence[Path], base: Path | None = None) -> list[tuple[Pat
 
 
 def read_tail(
-    path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0, until: int | None = None
+    path: Path, cap: int = MAX_TAIL_BYTES, since: int = 0, until: int | None = None, max_lines: int = MAX_TAIL_LINES
 ) -> tuple[tuple[str, ...], int | None]:
     """The last `cap` bytes of the file's window [since, until) as lines, and the number in the whole file of the
     first one. The window is the whole file when it does not fit the file now (it was replaced): `since` beyond its
@@ -144,25 +152,36 @@ def read_tail(
         lines.pop()  # the end of the last line, not a line
     if cut and lines:
         lines = lines[1:]
-    lines = [line.removesuffix("\r") for line in lines]  # a CRLF log's line ends
-    first = None if skipped is None else skipped + 1 + int(cut)
-    return tuple(ANSI.sub("", line) for line in lines), first
+    dropped = max(0, len(lines) - max_lines)
+    if dropped:
+        lines = lines[dropped:]
+    first = None if skipped is None else skipped + 1 + int(cut) + dropped
+    return tuple(_bounded(ANSI.sub("", line.removesuffix("\r"))) for line in lines), first
+
+
+def _bounded(line: str) -> str:
+    """A line of at most about MAX_LINE_CHARS: its start and its end, the middle cut."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    half = MAX_LINE_CHARS // 2
+    return line[:half] + LINE_CUT + line[-half:]
 
 
 def read_logs(files: Sequence[tuple[Path, str]], windows: Mapping[Path, Window] | None = None) -> list[LogText]:
     """Each file's tail as numbered lines, within the budgets; `windows`: a file's part to read (a node log's sizes
     when the run started and ended)."""
     out: list[LogText] = []
-    budget = MAX_TOTAL_BYTES
+    budget, line_budget = MAX_TOTAL_BYTES, MAX_TOTAL_LINES
     for path, name in files:
-        if budget <= 0:
+        if budget <= 0 or line_budget <= 0:
             break
         try:
             since, until = (windows or {}).get(path, (0, None))
-            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget), since, until)
+            lines, first = read_tail(path, min(MAX_TAIL_BYTES, budget), since, until, min(MAX_TAIL_LINES, line_budget))
         except OSError:
             continue  # a log that vanished or cannot be read: the others still count
         budget -= sum(len(line) + 1 for line in lines)
+        line_budget -= len(lines)
         if first is None:
             out.append(LogText(f"{name} (tail)", lines, 1))
         else:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import a3facts
 from ..layers import default_site_file, read_site_yaml
+from ..memory.checkpoint import tb
 from ..settingtypes import SettingsError
 from .findings import PATH_VARS, Finding
 
@@ -86,13 +87,54 @@ def nearest_existing(path: Path) -> Path:
     return Path(a3facts.nearest_existing(str(path)))
 
 
-def check_ckpt_space(env: dict[str, str], min_free_gb: float) -> Finding:
+def recipe_needs() -> list[tuple[str, float]]:
+    """Each recipe's peak at CKPT_DIR with its defaults (checks/storage.py: CKPT_KEEP saves plus the one being
+    written), smallest first: the figure validate refuses a launch on."""
+    from ..checks.storage import plan
+    from ..recipes import load_recipe, recipe_names
+
+    needs = []
+    for name in recipe_names():
+        r = load_recipe(name)
+        if int(r.settings.get("SAVE_FREQ") or 0) > 0:
+            sp = plan(r.model, r.engine, r.settings)
+            needs.append((name, sp.peak * sp.size.total))
+    return sorted(needs, key=lambda x: x[1])
+
+
+def _ckpt_base(env: dict[str, str]) -> Path | Finding:
+    """The existing folder CKPT_DIR lies in, or the failed finding when it is unset or not writable."""
     value = env.get("CKPT_DIR", "")
     if not value:
         return Finding("ckpt-space", "fail", "CKPT_DIR not set", "set CKPT_DIR (on the shared storage) in node.env")
     base = nearest_existing(Path(value))
     if not os.access(base, os.W_OK):
         return Finding("ckpt-space", "fail", f"{base} is not writable", f"make {value} writable for the container user")
+    return base
+
+
+def check_recipes_space(env: dict[str, str]) -> Finding:
+    """Free space at CKPT_DIR against every recipe's checkpoints: fail below the smallest, warn naming the recipes it
+    cannot hold."""
+    base = _ckpt_base(env)
+    if isinstance(base, Finding):
+        return base
+    free = float(shutil.disk_usage(base).free)
+    needs = recipe_needs()
+    fits = [f"{n} ({tb(b)})" for n, b in needs if b <= free]
+    short = [f"{n} ({tb(b)})" for n, b in needs if b > free]
+    detail = f"{tb(free)} free at {base}" + (f"; holds {', '.join(fits)}" if fits else "")
+    fix = "free space there or point CKPT_DIR at a larger volume; a lower CKPT_KEEP needs less (`verl-recipe plan`)"
+    if not short:
+        return Finding("ckpt-space", "ok", detail)
+    detail += f"; not {', '.join(short)} (CKPT_KEEP saves plus the one being written)"
+    return Finding("ckpt-space", "warn" if fits else "fail", detail, fix)
+
+
+def check_ckpt_space(env: dict[str, str], min_free_gb: float) -> Finding:
+    base = _ckpt_base(env)
+    if isinstance(base, Finding):
+        return base
     free_gb = shutil.disk_usage(base).free / 1e9
     if free_gb < min_free_gb:
         return Finding(

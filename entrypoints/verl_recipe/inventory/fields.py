@@ -25,6 +25,8 @@ HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 SSH_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
 # A login name (useradd's rule: lower case, digits, '_' and '-', not starting with a digit or '-').
 ACCOUNT_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+# One OpenSSH public key line: its type, then the base64 key (a private key's file starts with "-----BEGIN").
+PUBKEY_RE = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-[a-z0-9@.-]+) AAAA[0-9A-Za-z+/]+=*( .*)?$")
 # A CPU architecture as `uname -m` prints it (aarch64, x86_64).
 ARCH_RE = re.compile(r"[a-z0-9_]{1,32}")
 # The CPU frequency governor os_tuning writes to sysfs (the kernel's names: performance, schedutil, ...).

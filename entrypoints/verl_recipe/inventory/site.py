@@ -23,6 +23,7 @@ from .fields import (
     MISSING,
     OS_DIRS,
     PARENT_DIRS,
+    PUBKEY_RE,
     VOLATILE_TREES,
     _is_int,
     _show,
@@ -184,6 +185,36 @@ def _accounts(field: InventoryField, value: Any, values: dict[str, Any], control
     return _wrong(field, value, "is not a list of account names", "write site_operators: [alice, bob]")
 
 
+def _operator_keys(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    """site_operator_keys: each operator's public key file on the control node, one key (deploy.yml installs it)."""
+    fix = "write site_operator_keys: {alice: /home/alice/.ssh/id_ed25519.pub} (a file on the control node)"
+    if not isinstance(value, dict):
+        return _wrong(field, value, "is not a map of account: public key file", fix)
+    operators = values.get("site_operators") or []
+    errors = []
+    for account, path in value.items():
+        where = f"{field.name}.{_text(account)}"
+        if account not in operators:
+            errors.append(problem(INVENTORY, f"{where}: {_text(account)} is not in site_operators", fix))
+        elif not isinstance(path, str) or not os.path.isabs(path):
+            errors.append(problem(INVENTORY, f"{where}={_show(path)} is not an absolute path", fix))
+        elif not os.path.isfile(path):
+            errors.append(problem(CONTROL, f"{where}={_text(path)} does not exist on the control node", fix))
+        else:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith("#")]
+            if len(lines) != 1 or not PUBKEY_RE.match(lines[0]):
+                errors.append(
+                    problem(
+                        CONTROL,
+                        f"{where}={_text(path)} is not one SSH public key",
+                        "name the .pub file `ssh-keygen` wrote (one line: ssh-ed25519 AAAA... comment), never a "
+                        "private key",
+                    )
+                )
+    return errors
+
+
 def _choice(field: InventoryField, value: Any, values: dict[str, Any], control: dict[str, Any]) -> list[str]:
     options = field.kind.split(":", 1)[1].split(",")
     if isinstance(value, str) and value in options:
@@ -235,6 +266,7 @@ KINDS: dict[str, Check] = {
     "image_ref": _matching(IMAGE_RE, "an image reference", "name:tag or name@sha256:..."),
     "choice": _choice,
     "accounts": _accounts,
+    "operator_keys": _operator_keys,
     "model_map": _model_map,
     "control_file": _control_file,
     "port": _port,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,15 @@ class Knobs:
 
     def num(self, key: str, default: float) -> float:
         value = self.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return default
+        # An extra override of inf, nan or 1e400 is verl's to refuse; the plan keeps to verl's default meanwhile
+        # (int(inf) would raise, and an int beyond a float's range overflows the byte counts).
+        try:
+            number = float(value)
+        except OverflowError:
+            return default
+        return number if math.isfinite(number) else default
 
     def token_budget(self, key: str) -> float:
         """A dynamic-batching token budget per device; the log-prob ones fall back to the actor's (verl's rule)."""

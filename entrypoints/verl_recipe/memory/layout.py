@@ -133,8 +133,9 @@ def _rollout(m: ModelArch, lay: Layout, v: Mapping[str, Any], knobs: Knobs, cap:
     groups = [lay.gen_tp, lay.gen_dp, lay.gen_ep, lay.gen_tp * lay.gen_dp]
     vcomm, _ = comm_bytes(lay, groups, knobs)
     pool = budget - weights - COEF.vllm_reserved - vcomm
-    max_len = knobs.get(f"{ARR}.rollout.engine_kwargs.vllm.max_model_len") or knobs.get(f"{ARR}.rollout.max_model_len")
-    length = int(max_len) if isinstance(max_len, int | float) else _seq_len(v)
+    vllm_len = f"{ARR}.rollout.engine_kwargs.vllm.max_model_len"
+    max_len = knobs.num(vllm_len, 0) or knobs.num(f"{ARR}.rollout.max_model_len", 0)
+    length = int(max_len) if max_len > 0 else _seq_len(v)
     per_seq = length * kv_bytes_per_token(m, lay.gen_tp) + gdn_state_bytes_per_seq(m, lay.gen_tp)
     info = {
         "budget": budget,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
@@ -41,6 +42,7 @@ from .record import (
     write_checkpoint_identity,
     write_run_record,
 )
+from .retention import prune, save_bytes
 
 # verl's own output goes to the run's train.log in full; on the screen, one progress line per step unless this is 1.
 SHOW_VERL_ENV = "VERL_RECIPE_SHOW_VERL"
@@ -73,8 +75,25 @@ def end_of_simulation(launch: Launch, resolved: Resolved, extra_info: dict[str, 
 # The run page redrawn after a step waits this many times its last drawing's time: at most ~5 % of the watch.
 PAGE_SHARE_FACTOR = 19.0
 
-# verl gets this long to stop its Ray job after SIGTERM (a lost node, a health rule that stops the run) before a kill.
+# verl gets this long to stop its Ray job after SIGTERM (a health rule that stops the run, a stop) before a kill.
 STOP_GRACE_S = 60.0
+# ... and this long when a node is lost: no collective and no save can complete without it (a save cut short stays
+# past verl's tracker and is never resumed), and the restart on a spare waits for verl's end.
+LOST_STOP_GRACE_S = 10.0
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float) -> threading.Timer:
+    """SIGTERM now, SIGKILL after `grace_s` if the process has not ended by then."""
+
+    def kill_if_running() -> None:
+        if proc.poll() is None:
+            proc.kill()
+
+    proc.send_signal(signal.SIGTERM)
+    timer = threading.Timer(grace_s, kill_if_running)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class RunSupervisor:
@@ -107,7 +126,8 @@ class RunSupervisor:
             extra_env[FLIGHT_RECORDER_FILE] = str(self.run_dir / FLIGHT_RECORDER_PREFIX)
         self.launch = with_env(launch, extra_env)
         self.run_dir = write_run_record(self.run_dir, self.launch, resolved, extra_info or {})
-        write_checkpoint_identity(launch.recipe, load_recipe(launch.recipe).engine, resolved.values)
+        if resolved.values.get("SAVE_FREQ") != -1:  # a run that saves nothing (a smoke) leaves no folder behind
+            write_checkpoint_identity(launch.recipe, load_recipe(launch.recipe).engine, resolved.values)
         # every host's npu-smi before verl opens a die; at the end, after it, with the job's Ray logs (evidence.py)
         self.started_at = time.time()
         request_snapshots(self.run_dir, str(resolved.values["LOG_DIR"]), BEFORE)
@@ -139,7 +159,12 @@ class RunSupervisor:
             describe_cluster=StallProbe.for_run(nodes_dir, self.members, self._verl_pid).describe,
             checkpoint_dir=resume.checkpoint_dir(resolved.values),
             host_samples=memory_reader(nodes_dir),
+            save_bytes=save_bytes(launch.recipe, resolved.values),
+            save_freq=int(resolved.values.get("SAVE_FREQ") or 0),
         )
+        # CKPT_KEEP across attempts (run/retention.py): the saves of earlier attempts beyond it go before verl starts
+        self.keep = int(resolved.values.get("CKPT_KEEP") or 0)
+        self._prune()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: BinaryIO | None = None
 
@@ -152,17 +177,10 @@ class RunSupervisor:
             self.log.write(f"{line}\n".encode())
             self.log.flush()
 
-    def stop_verl(self) -> None:
-        """SIGTERM, so that verl stops its Ray job; a kill after STOP_GRACE_S if it has not ended."""
+    def stop_verl(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM, so that verl stops its Ray job; a kill after `grace_s` if it has not ended."""
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        timer = threading.Timer(STOP_GRACE_S, self._kill_if_running)
-        timer.daemon = True
-        timer.start()
-
-    def _kill_if_running(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+        stop_process(self.proc, grace_s)
 
     def _forward(self, signum: int, _frame: FrameType | None) -> None:
         # Ctrl-C or a stop: let verl shut its Ray job down cleanly; the exit code is reported at the end.
@@ -174,7 +192,7 @@ class RunSupervisor:
         self.lost.extend(x.as_dict() for x in losses)
         record_lost(self.run_dir, self.lost)
         self._say(f"error: {lost_line(losses, 'during the run')}")
-        self.stop_verl()
+        self.stop_verl(LOST_STOP_GRACE_S)
 
     def on_alert(self, alert: Alert) -> None:
         """A health rule fired (watch/health.py): one line as it happens, kept in alerts.json and in train.log; a rule
@@ -212,7 +230,14 @@ class RunSupervisor:
         if line is not None:
             print(line, flush=True)
         self.faults.guard("the health rules", where, self.health.on_record, rec)
+        self.faults.guard("the checkpoint retention", where, self._prune)  # verl saves a step before it logs it
         self.faults.guard("the run page", where, self._refresh_page)
+
+    def _prune(self) -> None:
+        if self.resolved.values.get("SAVE_FREQ") == -1:
+            return
+        for path in prune(resume.checkpoint_dir(self.resolved.values), self.keep):
+            self._say(f"retention: removed {path} (CKPT_KEEP={self.keep}: the newest {self.keep} saves stay)")
 
     def _refresh_page(self) -> None:
         """The run page after a step, unless the last drawing ended less than PAGE_SHARE_FACTOR times its own
@@ -316,10 +341,14 @@ def run_attempt(
     members: list[Any] | None = None,
     every_s: float = 5.0,
     watch: NodeWatch | None = None,
+    on_run_dir: Callable[[Path], None] | None = None,
 ) -> tuple[int, Path]:
     """Run a validated launch under a RunSupervisor: its exit code (3: a node lost, 5: a health rule stopped it, 7:
-    `verl-recipe stop` stopped it, else verl's) and the run folder it wrote (the restart policy reads how it ended)."""
+    `verl-recipe stop` stopped it, else verl's) and the run folder it wrote (the restart policy reads how it ended).
+    `on_run_dir`: called with the run folder once it exists, before verl starts (the supervisor's own log)."""
     sup = RunSupervisor(launch, resolved, extra_info, members, every_s, watch)
+    if on_run_dir is not None:
+        on_run_dir(sup.run_dir)
     return sup.run(), sup.run_dir
 
 

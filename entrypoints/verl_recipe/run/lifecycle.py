@@ -69,12 +69,17 @@ def who() -> str:
 
 
 def write_heartbeat(run_dir: Path, step: int | None) -> None:
-    """The supervisor is alive: rewritten whole every HEARTBEAT_EVERY_S (readers never see half of it)."""
+    """The supervisor is alive: rewritten whole every HEARTBEAT_EVERY_S (readers never see half of it). `node`: the
+    cluster host it runs on (the head), which a `gone` run names."""
     tmp = run_dir / f".{runfiles.HEARTBEAT}.tmp"
+    beat = {
+        "time": time.time(),
+        "host": socket.gethostname(),
+        "node": os.environ.get("NODE_NAME", ""),
+        "pid": os.getpid(),
+    }
     try:
-        tmp.write_text(
-            json.dumps({"time": time.time(), "host": socket.gethostname(), "pid": os.getpid(), "step": step})
-        )
+        tmp.write_text(json.dumps({**beat, "step": step}))
         tmp.replace(run_dir / runfiles.HEARTBEAT)
     except OSError:
         pass  # shared storage hiccup: the next beat tries again; a reader sees an older beat meanwhile
@@ -100,10 +105,14 @@ class RunState:
     last_alert: str
     attempts: int
     exit_code: int | None
+    detail: str = ""  # for a gone run: since when, where its supervisor was, and how to resume
 
     def cells(self) -> list[str]:
         step = "-" if self.step is None else f"{self.step}/{self.total}" if self.total else str(self.step)
-        return [self.run, self.state, step, self.eta or "-", str(self.attempts), self.last_alert or "-"]
+        alert = (
+            f"{self.detail}; {self.last_alert}" if self.detail and self.last_alert else self.detail or self.last_alert
+        )
+        return [self.run, self.state, step, self.eta or "-", str(self.attempts), alert or "-"]
 
 
 def _eta(run_dir: Path, step: int | None, total: int | None) -> str:
@@ -145,16 +154,48 @@ def phase(run_dir: Path, now: float | None = None) -> tuple[str, dict[str, Any] 
         state = STOPPED if outcome.get("stopped") else FINISHED if exit_code == 0 else FAILED
         restart = outcome.get("restart")
         if isinstance(restart, dict) and restart.get("restarting"):
-            # the head starts it again by itself: recovering until the next attempt's folder is there
-            state = RESTARTED if _next_attempt(run_dir) else RECOVERING
+            # the head starts it again by itself: recovering until the next attempt's folder is there, while the
+            # supervisor that waits to do so beats; with its heartbeat stale nobody is acting on it: gone
+            state = RESTARTED if _next_attempt(run_dir) else RECOVERING if _beat_fresh(run_dir, now) else GONE
         return state, outcome, exit_code
     code = _exit_code(run_dir)
     if code is not None:  # a record that ended without outcome.json (the simulation's 4)
         return (FINISHED if code == 0 else FAILED), None, code
+    return (RUNNING if _beat_fresh(run_dir, now) else GONE), None, None
+
+
+def _beat(run_dir: Path) -> dict[str, Any]:
     beat = _read(run_dir / runfiles.HEARTBEAT)
-    now = time.time() if now is None else now
-    fresh = isinstance(beat, dict) and now - float(beat.get("time") or 0) < HEARTBEAT_STALE_S
-    return (RUNNING if fresh else GONE), None, None
+    return beat if isinstance(beat, dict) else {}
+
+
+def _beat_fresh(run_dir: Path, now: float | None = None) -> bool:
+    t = finite_number(_beat(run_dir).get("time"))
+    if t is None:
+        # a run folder just written, whose supervisor has not beaten yet: its launch.json is its first sign of life
+        try:
+            t = (run_dir / runfiles.LAUNCH).stat().st_mtime
+        except OSError:
+            return False
+    return t is not None and (time.time() if now is None else now) - t < HEARTBEAT_STALE_S
+
+
+def gone_detail(run_dir: Path, recipe: str, now: float | None = None) -> str:
+    """Why a run is gone and how it goes on: its supervisor's last beat, where it was, the command that resumes."""
+    beat = _beat(run_dir)
+    t = finite_number(beat.get("time"))
+    where = str(beat.get("node") or beat.get("host") or "its host")
+    if t is None:
+        since = "no heartbeat"
+    else:
+        ago = (time.time() if now is None else now) - t
+        since = f"no heartbeat since {time.strftime('%H:%M:%SZ', time.gmtime(t))} ({ago / 60:.0f} min)"
+    experiment = run_dir.parent.parent.name
+    return (
+        f"{since}: its supervisor on {where} is gone (the head rebooted, or its container was removed); resume: "
+        f"the same train command for {recipe or 'its recipe'} with EXPERIMENT_NAME={experiment} (from the control "
+        f"node: make train RECIPE={recipe or '<recipe>'} ARGS='--set EXPERIMENT_NAME={experiment}')"
+    )
 
 
 def state_of(run_dir: Path, now: float | None = None) -> RunState:
@@ -185,6 +226,7 @@ def state_of(run_dir: Path, now: float | None = None) -> RunState:
         last_alert=last_alert,
         attempts=attempts,
         exit_code=exit_code,
+        detail=gone_detail(run_dir, str(settings.get("recipe") or ""), now) if state == GONE else "",
     )
 
 
@@ -282,6 +324,28 @@ def cmd_attach(run_dir: Path, follow: bool = True, poll_s: float = ATTACH_POLL_S
     return EXIT_OK if state in (RUNNING, FINISHED, STOPPED, RECOVERING, RESTARTED) else EXIT_FAILED
 
 
+def _stop_recovering(run_dir: Path, st: RunState, wait_s: float, poll_s: float) -> int:
+    request = {"by": who(), "time_utc": _now_utc()}
+    tmp = run_dir / f".{runfiles.STOP_REQUEST}.tmp"
+    tmp.write_text(json.dumps(request))
+    tmp.replace(run_dir / runfiles.STOP_REQUEST)
+    print(f"stop requested for {st.run} (recovering) by {request['by']}; waiting up to {wait_s:.0f} s", flush=True)
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        state = phase(run_dir)[0]
+        if state != RECOVERING:
+            if state == RESTARTED:
+                error(
+                    f"{st.run} restarted before the stop was seen; fix: verl-recipe stop {run_dir.parent.parent.name}"
+                )
+                return EXIT_FAILED
+            print(f"stopped: {st.run} while it waited to restart; the same command resumes from the latest checkpoint")
+            return EXIT_OK
+        time.sleep(poll_s)
+    error(f"{st.run} still recovering {wait_s:.0f} s after the stop request; fix: look at {run_dir / runfiles.LOG}")
+    return EXIT_FAILED
+
+
 def _host_memory(run_dir: Path) -> bool:
     settings = _read(run_dir / runfiles.SETTINGS) or {}
     device = ((settings.get("settings") or {}).get("DEVICE") or {}).get("value")
@@ -291,6 +355,8 @@ def _host_memory(run_dir: Path) -> bool:
 def cmd_stop(run_dir: Path, wait_s: float = STOP_WAIT_S, poll_s: float = ATTACH_POLL_S) -> int:
     """Ask the run's supervisor to stop verl (SIGTERM: verl ends its Ray job), then wait for the run's end."""
     st = state_of(run_dir)
+    if st.state == RECOVERING:  # its supervisor waits to restart it: asked in the attempt's folder, it ends the wait
+        return _stop_recovering(run_dir, st, wait_s, poll_s)
     if st.state != RUNNING:
         error(f"{st.run} is {st.state}, not running; nothing to stop (verl-recipe runs lists the runs)")
         return EXIT_BAD_INPUT

@@ -33,6 +33,7 @@ class Attempt:
     failure: str  # "lost node a3-02", a diagnosis finding's id, or "" when it finished
     transient: bool
     step: int | None  # the last step it logged
+    lost: tuple[tuple[str, str], ...] = ()  # (host, address) of each node its watch named lost
 
     @property
     def kind(self) -> str:
@@ -53,8 +54,9 @@ def attempt_of(rc: int, run_dir: Path) -> Attempt:
     outcome = _read(run_dir / runfiles.OUTCOME) or {}
     lost = outcome.get("lost_nodes") if isinstance(outcome, dict) else None
     if rc == EXIT_NOT_READY and lost:
-        hosts = ", ".join(str(x.get("host")) for x in lost if isinstance(x, dict))
-        return Attempt(rc, run_dir, f"lost node {hosts}", True, step)
+        named = tuple((str(x.get("host")), str(x.get("ip"))) for x in lost if isinstance(x, dict))
+        hosts = ", ".join(h for h, _ in named)
+        return Attempt(rc, run_dir, f"lost node {hosts}", True, step, named)
     diagnosis = _read(run_dir / runfiles.DIAGNOSIS) or {}
     findings = diagnosis.get("findings") if isinstance(diagnosis, dict) else None
     head = findings[0] if isinstance(findings, list) and findings else None
@@ -85,15 +87,24 @@ def decide(now: Attempt, before: list[Attempt], allowed: int) -> tuple[bool, str
     return True, f"restart {used + 1} of {allowed}: {now.failure} {at}"
 
 
-def record(now: Attempt, restarting: bool, why: str, attempt_no: int) -> None:
-    """The decision in the attempt's outcome.json (`restart`, and `next` when it restarts by itself)."""
+RESUME_BY_HAND = "run the same command: it resumes from the latest checkpoint"
+
+
+def record(now: Attempt, restarting: bool, why: str, attempt_no: int, **extra: Any) -> None:
+    """The decision in the attempt's outcome.json (`restart`, and `next` when it restarts by itself). Written again
+    with restarting false when a restart decided earlier did not happen (the wait ended, the supervisor failed), so
+    that no record says "restarting" with nobody left to restart. `extra`: more of the decision (left_out, ...)."""
     path = now.run_dir / runfiles.OUTCOME
     outcome = _read(path)
     if not isinstance(outcome, dict):
         return
-    outcome["restart"] = {"restarting": restarting, "why": why, "attempt": attempt_no}
+    earlier = outcome.get("restart")
+    outcome["restart"] = {"restarting": restarting, "why": why, "attempt": attempt_no, **extra}
     if restarting:
         outcome["next"] = f"{why}: the head restarts it by itself once the cluster is whole again"
+    elif isinstance(earlier, dict) and earlier.get("restarting"):
+        outcome["restart"]["decided"] = earlier.get("why")
+        outcome["next"] = f"{why.split('; fix: ')[-1] if '; fix: ' in why else RESUME_BY_HAND}"
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(json.dumps(outcome, indent=2) + "\n")

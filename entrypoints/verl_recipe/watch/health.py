@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -16,11 +17,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..a3facts import nearest_existing
 from ..cluster.hostsample import HostMem
 from ..contracts import checkpoints, runfiles
 from ..contracts import metrics as verl_metrics
 from ..contracts.health_rules import (
     ALL,
+    CHECKPOINT_SPACE,
     HOST_MEMORY,
     MEMORY_GROWTH,
     NAN,
@@ -169,6 +172,9 @@ class Health:
     emit: Callable[[Alert], None] = lambda alert: None
     checkpoint_dir: Path | None = None  # CKPT_DIR/<project>/<experiment>: a save under way shows there
     host_samples: Callable[[], list[HostMem]] | None = None
+    save_bytes: float = 0.0  # what one save writes (memory/checkpoint.py); 0: the checkpoint_space rule is off
+    save_freq: int = 0
+    disk_free: Callable[[Path], float | None] = lambda path: disk_free(path)
     alerts: list[Alert] = field(default_factory=list)
     _active: set[str] = field(default_factory=set)
     _series: dict[str, list[float]] = field(default_factory=dict)
@@ -203,6 +209,7 @@ class Health:
         fired += self._phase_time(step, data)
         fired += self._reward(step, data)
         fired += self._host(step, data)
+        fired += self._space(step)
         return fired
 
     def on_output(self, line: bytes) -> None:
@@ -468,6 +475,31 @@ class Health:
             HOST_MEMORY_FIX,
         )
 
+    def _space(self, step: int) -> list[Alert]:
+        """Before the next save: the free space at CKPT_DIR against what the save writes."""
+        if self.save_bytes <= 0 or self.save_freq <= 0 or self.checkpoint_dir is None:
+            return []
+        nxt = (step // self.save_freq + 1) * self.save_freq
+        if self.total_steps and nxt > self.total_steps:
+            nxt = self.total_steps  # verl saves at the last step too
+        if self.total_steps and step >= self.total_steps:
+            return []
+        free = self.disk_free(self.checkpoint_dir)
+        if free is None:
+            return []
+        where = nearest_existing(str(self.checkpoint_dir))
+        return self._fire(
+            CHECKPOINT_SPACE,
+            free < self.save_bytes,
+            "free space at CKPT_DIR",
+            round(free / 1e9, 3),
+            f"the next save's {self.save_bytes / 1e9:.3g} GB",
+            step,
+            f"{free / 1e9:.3g} GB free at {where}, the save at step {nxt} writes about {self.save_bytes / 1e9:.3g} GB",
+            "free space on that volume now (older experiments' saves), or stop the run and resume it with a lower "
+            "CKPT_KEEP or CKPT_DIR on a larger volume",
+        )
+
     # -- alerts
 
     def _fire(
@@ -504,6 +536,14 @@ class Health:
         if self.run_dir is not None:
             text = json.dumps([asdict(a) for a in self.alerts], indent=2) + "\n"
             (self.run_dir / ALERTS_FILE).write_text(text)
+
+
+def disk_free(path: Path) -> float | None:
+    """Free bytes on the volume that holds `path` (or its nearest existing parent); None when it cannot be read."""
+    try:
+        return float(shutil.disk_usage(nearest_existing(str(path))).free)
+    except OSError:
+        return None
 
 
 def _times(value: float, base: float, digits: int) -> str:
