@@ -45,7 +45,7 @@ train: venv ## Start RECIPE on the site's head and stream it (DETACH=1: in the b
 	$(ON_HEAD) --recipe '$(RECIPE)' $(if $(filter 1,$(DETACH)),--detach) -- $(ARGS)
 
 # The site's runs from the control node, through the head's `runs` service (run/lifecycle.py).
-.PHONY: runs attach stop export
+.PHONY: runs attach stop export eval
 runs: venv ## Every run of the site: state, step of total, ETA, attempts, last alert
 	$(ON_HEAD) --verb runs
 attach: venv ## Follow RUN's progress lines until it ends (Ctrl-C leaves the run running): make attach RUN=<experiment>
@@ -53,7 +53,9 @@ attach: venv ## Follow RUN's progress lines until it ends (Ctrl-C leaves the run
 stop: venv ## Stop RUN cleanly and record who stopped it and where: make stop RUN=<experiment>
 	$(ON_HEAD) --verb stop --run '$(RUN)'
 export: venv ## RUN's newest complete save as a Hugging Face folder, checked against the base model: make export RUN=<experiment>
-	$(ON_HEAD) --verb export --run '$(RUN)'
+	$(ON_HEAD) --verb export --run '$(RUN)' -- $(ARGS)
+eval: venv ## RUN's newest save scored against its base model by verl's validation, side by side: make eval RUN=<experiment>
+	$(ON_HEAD) --verb eval --run '$(RUN)' -- $(ARGS)
 
 # doctor on every host at once, as root (become), from the control node: one table (ansible/doctor.yml).
 .PHONY: doctor

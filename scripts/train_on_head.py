@@ -12,9 +12,9 @@ checked as deploy.yml checks them. Exit code: the remote command's (2: refused l
 docs/cli.md), 2 for a bad request here.
 
 `--detach` (make train DETACH=1) starts the run in the background on the head (`docker compose run -d`): it goes on
-when this SSH session ends. `--verb runs|attach|stop|export [--run RUN]` (make runs / attach / stop / export) runs
-`verl-recipe runs|attach RUN|stop RUN|export RUN` through the compose service `runs` on the head, which reads the run
-folders and checkpoints on shared storage.
+when this SSH session ends. `--verb runs|attach|stop|export|eval [--run RUN]` (make runs / attach / stop / export /
+eval) runs `verl-recipe runs|attach RUN|stop RUN|export RUN|eval RUN` through the compose service `runs` on the head,
+which reads the run folders and checkpoints on shared storage; export and eval take ARGS after the run.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import site_choice  # scripts/, beside this file
 from verl_recipe.recipes import recipe_names, service_name
 
 REPO = Path(__file__).resolve().parents[1]
-VERBS = ("runs", "attach", "stop", "export")
+VERBS = ("runs", "attach", "stop", "export", "eval")
+WITH_ARGS = ("export", "eval")  # verbs that take ARGS after the run (--step N, --out DIR, --model DIR)
 # A host (DNS name or IP address) or user name: never an ssh option, never words for a shell.
 SSH_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%-]{0,252}")
 
@@ -113,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recipe", default="")
     ap.add_argument("--detach", action="store_true", help="start the run in the background on the head")
-    ap.add_argument("--verb", choices=VERBS, default="", help="list, follow, stop or export runs, not train")
-    ap.add_argument("--run", default="", help="the run of attach, stop and export (verl-recipe runs prints them)")
+    ap.add_argument("--verb", choices=VERBS, default="", help="list, follow, stop, export or evaluate runs, not train")
+    ap.add_argument("--run", default="", help="the run of attach, stop, export and eval (verl-recipe runs prints them)")
     ap.add_argument("--inventory", required=True, help="inventory folder or file (relative to ansible/ or absolute)")
     ap.add_argument("--operator", default="", help="the head account to log in as (default: site_operators[0])")
     ap.add_argument("--operator-key", default="", help="the operator's private key (default: see site_operator_keys)")
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     # arguments from the extra Hydra overrides and must reach the head as it was typed.
     args = ns.args[1:] if ns.args[:1] == ["--"] else list(ns.args)
     if ns.verb:
-        args = [ns.verb, *([ns.run] if ns.run else [])]
+        args = [ns.verb, *([ns.run] if ns.run else []), *(args if ns.verb in WITH_ARGS else [])]
     detach = ns.detach and not ns.verb
     remote = f"sudo -n {WRAPPER} {'--detach ' if detach else ''}{service} {shlex.join(args)}".rstrip()
     # A terminal gets a terminal on the head, so Ctrl-C reaches the run; pipes stream plainly.

@@ -100,6 +100,12 @@ RULES: tuple[Rule, ...] = (
         "the 397B's save is Megatron's, written on NPUs only; tests/e2e/test_train_fsdp.py runs make export on the "
         "35B FSDP run and loads the folder",
     ),
+    Rule(
+        r"make eval RUN=qwen3\.5-397b",
+        NOT_HERE,
+        "the 397B validates with vLLM on NPUs only; tests/e2e/test_train_fsdp.py runs make eval on the 35B FSDP run "
+        "(verl's validation with the CPU stand-in rollout)",
+    ),
 )
 
 

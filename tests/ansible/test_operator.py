@@ -141,6 +141,12 @@ def test_make_train_detached_and_the_runs_verbs_go_through_the_wrapper(tmp_path:
     assert p.stdout.rstrip().endswith("'sudo -n /usr/local/sbin/verl-train runs stop long'"), p.stdout
     p = subprocess.run([*argv, "--verb", "attach"], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "attach needs RUN=" in p.stderr
+    # export and eval take make's ARGS after the run; the other verbs take none
+    for verb in ("eval", "export", "stop"):
+        cmd = [*argv, "--verb", verb, "--run", "long", "--", "--step", "4"]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        tail = f"runs {verb} long --step 4'" if verb != "stop" else "runs stop long'"
+        assert p.returncode == 0 and p.stdout.rstrip().endswith(tail), (verb, p.stdout, p.stderr)
 
 
 def test_make_train_refuses_an_inventory_without_operators_instead_of_the_deploy_account(tmp_path: Path) -> None:

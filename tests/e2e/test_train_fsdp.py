@@ -229,6 +229,33 @@ def test_make_export_writes_a_checked_folder_whose_logits_are_the_trained_actors
     assert p.returncode == 2 and f"--out {export}: exists already" in p.stderr, (p.stdout + p.stderr)[-2000:]
 
 
+def test_make_eval_scores_the_save_and_the_base_with_verls_own_validation(cluster: SimCluster) -> None:
+    """README's eval step on the run above: `make eval` from the control node runs verl's validation twice on the
+    cluster (the base model, then the save of step 3, resume_path) with the run's own launch; the base model's
+    numbers are the ones the training logged at step 0 (its val_before_train), and the result is on the run page."""
+    c = cluster
+    p = make_on_site(c, "eval", "RUN=qwen3.5-35b-fsdp", timeout=RUN_TIMEOUT_S)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "95% CI" in out, out[-5000:]
+    run_dir = runs(c, "qwen3.5-35b-fsdp")[-1]
+    found = on_host(c, "a3-01", f"ls -1 {run_dir}/eval/*/eval.json").stdout.split()
+    assert len(found) == 1, found
+    result = read_json(c, found[0])
+    assert result["trained"]["step"] == 3 and result["trained"]["save"].endswith("global_step_3"), result["trained"]
+    rows = [r for r in result["verl"] if r["base"] is not None and r["trained"] is not None]
+    assert rows, result["verl"]
+    logged = metrics(c, run_dir)[0]
+    assert logged["step"] == 0, "the training validated the base model before its first step"
+    for r in rows:
+        key = f"val-core/{r['data_source']}/{r['metric']}"
+        assert math.isclose(r["base"], logged["data"][key], abs_tol=1e-6), (key, r, logged["data"].get(key))
+    every = next(d for d in result["samples"] if d["data_source"] == "all")
+    assert every["n_base"] == every["n_trained"] > 0 and every["paired"], every
+    assert every["low"] is not None and every["low"] <= every["difference"] <= every["high"], every
+    page = on_host(c, "a3-01", f"cat {run_dir}/run.html").stdout
+    assert 'id="eval"' in page and "global_step_3" in page
+
+
 # The manual path (RESTARTS=0) and the wait that runs out: `make test-scenarios`; CI keeps the restart on a spare.
 @pytest.mark.scenario
 def test_lost_host_mid_run_then_the_same_command_resumes(cluster: SimCluster) -> None:

@@ -37,6 +37,7 @@ FORWARDED = {
     "attach": "a run's progress lines from its first step, following it until it ends (Ctrl-C leaves the run)",
     "stop": "stop a run cleanly (verl ends its Ray job), wait for its end, and record who stopped it and where",
     "export": "a run's save as a Hugging Face folder, checked against the base model (or --check DIR --base PATH)",
+    "eval": "a run's save (or an export) and its base model scored by verl's own validation, side by side",
     "bundle": "one .tar.gz of a run's evidence from every host (logs, plogs, npu-smi, kernel tail), secrets redacted",
 }
 
@@ -122,6 +123,10 @@ def run_forwarded(cmd: str, args: list[str]) -> int:
         from . import export
 
         return export.main(args)
+    if cmd == "eval":
+        from . import evaluate
+
+        return evaluate.main(args)
     if cmd == "bundle":
         from ..review import bundle
 

@@ -23,11 +23,15 @@ SUPERVISOR_LOG = "supervisor.log"  # the supervisor's own lines (decisions, wait
 NODE_LOGS_AT_START = "node_logs_at_start.json"
 # The same at the run's end: a run diagnosed later reads only its own window, never a node's later restart.
 NODE_LOGS_AT_END = "node_logs_at_end.json"
+# `verl-recipe eval`: eval/<stamp>-step<N>/ with base/ and trained/ (verl's log, metric line, per-sample dump) and
+# the comparison, eval.json; the run page shows the newest.
+EVAL_DIR = "eval"
+EVAL_RESULT = "eval.json"
 
 # Every name, in the order docs/contracts.md lists them.
 ALL = (
     LAUNCH, SETTINGS, COMMAND, LOG, METRICS, CODE_FILE, OUTCOME, LOST_NODES, ALERTS, DIAGNOSIS, RUN_PAGE, NODES,
-    HEARTBEAT, STOP_REQUEST, SUPERVISOR_LOG, NODE_LOGS_AT_START, NODE_LOGS_AT_END,
+    HEARTBEAT, STOP_REQUEST, SUPERVISOR_LOG, NODE_LOGS_AT_START, NODE_LOGS_AT_END, EVAL_DIR,
 )  # fmt: skip
 
 # The image's own record, written by `verl-recipe doctor --record` in the image build; the doctor and the run page

@@ -1,13 +1,11 @@
 """The run page: run_dir/run.html, one self-contained HTML file drawn from a run folder (the readiness page's
-sibling; docs: the run record contract in runrecord.py).
-
-Plots over steps from verl's own metric stream (metrics.jsonl): step time, throughput, reward, response length and
-memory, with the alerts of alerts.json marked at their step; the run's identity from settings.json; how it ended
-(outcome.json, lost_nodes.json) and, for a failed run, diagnosis.json. verl reports memory as the maximum over its
-ranks; a per-node series is drawn where the stream has one, named `<memory metric>/<node>`.
-
-`write_run_page(run_dir)` is the launcher's entry (after each step and at the end); `verl-recipe report RUN_DIR`
-draws it again. Every input is bounded and may be absent or half-written: the page says what it could not read.
+sibling). Plots over steps from verl's own metric stream (metrics.jsonl): step time, throughput, reward, response
+length and memory, with the alerts of alerts.json marked at their step; the run's identity from settings.json; how it
+ended (outcome.json, lost_nodes.json), a failed run's diagnosis.json, and the newest `eval` against the base model.
+verl reports memory as the maximum over its ranks; a per-node series is drawn where the stream has one, named
+`<memory metric>/<node>`. `write_run_page(run_dir)` is the launcher's entry (after each step and at the end);
+`verl-recipe report RUN_DIR` draws it again. Every input is bounded and may be absent or half-written: the page says
+what it could not read.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from ..contracts import runfiles
 from ..contracts.records import is_step, load_json, parse_record, read_file
 from ..exitcodes import EXIT_BAD_INPUT, EXIT_OK
 from ..problems import error
+from .eval_section import eval_section
 from .kit import (
     BASE_CSS,
     PLOT_CSS,
@@ -542,6 +541,7 @@ def render(run: Run) -> str:
         header(run)
         + diagnosis_section(run)
         + lost_section(run)
+        + eval_section(run.path)
         + f'<section id="plots"><h2>Over steps ({len(run.records)} steps in {METRICS})</h2>'
         + f'<div class="plots">{figs}</div>{notes}</section>'
         + alerts_section(run)
