@@ -175,6 +175,69 @@ CASES: list[tuple[str, str, str, str]] = [
         "RuntimeError: call aclnnFoo failed, detail: see the plog",
         "aclnnFoo took 3 ms",
     ),
+    (
+        "host-shm-exhausted",
+        "host-memory",
+        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's "
+        "workers are out of shared memory. Please try to raise your shared memory limit.",
+        "shm-size=16g given to the container; DataLoader workers: 4",
+    ),
+    (
+        "host-shm-exhausted",
+        "host-memory",
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 37.2 GiB for an array with shape (9, 9)",
+        "allocated 37.2 GiB of pinned buffers for the array cache",
+    ),
+    (
+        "weights-file-unreadable",
+        "checkpoint",
+        "safetensors_rust.SafetensorError: Error while deserializing header: InvalidHeaderDeserialization",
+        "loaded 4 safetensors shards in 12.0 s",
+    ),
+    (
+        "weights-file-unreadable",
+        "checkpoint",
+        "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory",
+        "PytorchStreamWriter wrote 3 records to model.pt",
+    ),
+    (
+        "dataset-format",
+        "data",
+        "pyarrow.lib.ArrowInvalid: Could not open Parquet input source 'train.parquet': Parquet magic bytes not "
+        "found in footer.",
+        "read 3 parquet files (train.parquet, val.parquet, test.parquet) with pyarrow 17.0",
+    ),
+    (
+        "dataset-format",
+        "data",
+        "KeyError: Caught KeyError in DataLoader worker process 3.",
+        "DataLoader worker process 3 started",
+    ),
+    (
+        "image-loader-model-type",
+        "image-version",
+        "OSError: libfoo_npu.so.8: cannot open shared object file: No such file or directory",
+        "loaded shared object libfoo_npu.so.8 from /usr/local/lib",
+    ),
+    (
+        "image-loader-model-type",
+        "image-version",
+        "ValueError: The checkpoint you are trying to load has model type `newmodel` but Transformers does not "
+        "recognize this architecture.",
+        "Transformers 4.57.1 recognizes the architecture newmodel",
+    ),
+    (
+        "vllm-engine-dead",
+        "rollout",
+        "(EngineCore_DP0 pid=77) ERROR 01-02 03:04:05 [core.py:10] EngineCore failed to start.",
+        "(EngineCore_DP0 pid=77) INFO 01-02 03:04:05 [core.py:10] EngineCore started in 3.1 s",
+    ),
+    (
+        "device-in-use",
+        "device-busy",
+        "RuntimeError: npu init failed: the device is being used by another process (DRV_ERROR_BUSY)",
+        "device 3 used 1.2 GiB at step 10",
+    ),
 ]
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from . import families as fam
 from .families import LOW, MEDIUM, Rule
+from .taxonomy_more import MORE_RULES
 
 # How specific an event is: a wrapper < a code's class < a rule on the message < a known signature.
 WRAPPER, CODE_CLASS, MESSAGE, SIGNATURE = 0, 1, 2, 3
@@ -405,8 +406,22 @@ RULES: tuple[Rule, ...] = (
         MEDIUM,
         "the device is busy or held",
         PYTHON + " (errno 16 EBUSY) and the NPU driver's device-in-use errors",
-        (r"\[Errno 16\] Device or resource busy", r"\bdevice (?:is )?(?:busy|occupied|already in use)\b"),
-        ("resource busy", "device is busy", "device busy", "occupied", "already in use"),
+        (
+            r"\[Errno 16\] Device or resource busy",
+            r"\bdevice (?:is )?(?:busy|occupied|already in use|being used)\b",
+            r"\bbecause the device is used\b",
+            r"\bDRV_ERROR_BUSY\b",
+        ),
+        (
+            "resource busy",
+            "device is busy",
+            "device busy",
+            "occupied",
+            "already in use",
+            "being used",
+            "device is used",
+            "drv_error_busy",
+        ),
         "another process or container holds the device, or it is being reset",
         fix="`npu-smi info` on that host: stop the process or container that holds the dies, then start the run again",
     ),
@@ -416,8 +431,13 @@ RULES: tuple[Rule, ...] = (
         LOW,
         "the rollout engine died",
         "vLLM's engine errors",
-        (r"\bEngineDeadError\b", r"EngineCore encountered a fatal error", r"Engine core initialization failed"),
-        ("enginedeaderror", "enginecore encountered", "engine core initialization"),
+        (
+            r"\bEngineDeadError\b",
+            r"EngineCore (?:encountered a fatal error|encountered an issue|hit an exception|failed to start)",
+            r"Engine core initialization failed",
+            r"WorkerProc failed to start",
+        ),
+        ("enginedeaderror", "enginecore", "engine core initialization", "workerproc failed"),
         "vLLM's engine core process died; its own error is printed above this line",
         fix="read the EngineCore's traceback above; with ACL graph errors try fewer cudagraph capture sizes or "
         "eager mode",
@@ -435,6 +455,7 @@ RULES: tuple[Rule, ...] = (
         fix="read the CANN error printed under it (the plog has the full message); check CANN and torch_npu "
         "against docker/versions.yaml",
     ),
+    *MORE_RULES,
 )
 # Rules that only wrap the error below them, and those that read only a code's class.
 WRAPPER_IDS = frozenset({"hccl-api", "ray-creation-task", "torch-npu-code"})
