@@ -238,6 +238,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "RuntimeError: npu init failed: the device is being used by another process (DRV_ERROR_BUSY)",
         "device 3 used 1.2 GiB at step 10",
     ),
+    (
+        "acl-setup-internal",
+        "image-version",
+        "RuntimeError: InitDevice:x.cpp:1 NPU function error: aclrtSetDevice(0), error code is 500002",
+        "NPU function error: aclrtSetDevice(0) retried and succeeded, error code is 0",
+    ),
 ]
 
 
@@ -438,3 +444,67 @@ def test_a_log_of_pathological_lines_is_diagnosed_in_bounded_time(tmp_path: Path
     start = time.monotonic()
     dg.diagnose([path])
     assert time.monotonic() - start < 20.0
+
+
+def test_driver_codes_by_meaning(tmp_path: Path) -> None:
+    """drvError_t (the NPU driver's ascend_hal.h): only codes whose meaning names a family are read."""
+    assert codes.drv_code("[ERROR] X(1,python3):2026-01-02-03:04:05.000.001 get info failed, drvErr=87.")[1] == (  # type: ignore[index]
+        "device-busy"
+    )
+    assert codes.drv_code("halOpen failed, drvRetCode=13")[1] == "device-busy"  # type: ignore[index]
+    assert codes.drv_code("device malloc failed, drvRetCode=6")[1] == "device-memory"  # type: ignore[index]
+    assert codes.drv_code("drvErr=0") is None and codes.drv_code("drvErr=8") is None, "success, a parameter"
+    line = "[ERROR] TRACE(7,python3):2026-01-02-03:04:05.000.001 [api.c:5](tid:7) query platform failed, drvErr=87."
+    found = dg.diagnose([_log(tmp_path, line)]).findings
+    assert found and found[0].family == "device-busy" and found[0].id == "drv-code"
+    assert dg.diagnose([_log(tmp_path, "[INFO] TRACE(7,python3): platform queried, drvErr=0")]).findings == ()
+
+
+def test_a_generic_exception_yields_to_a_specific_error_beside_it(tmp_path: Path) -> None:
+    """A TypeError or AssertionError read by its type alone says less than a rule or a code on another line."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/verl/workers/fsdp_workers.py", line 9, in init_model\n'
+        "AssertionError: the engine did not start\n"
+        "EZ9999: Inner Error!\n"
+        "[ERROR] 2026-01-02-03:04:05 (PID:1, Device:0, RankID:0) ERR01100 OPS call acl api failed\n"
+    )
+    result = dg.diagnose([_log(tmp_path, text)])
+    assert result.findings[0].family == "kernel", result.findings
+    alone = dg.diagnose([_log(tmp_path, "\n".join(text.splitlines()[:3]))])
+    assert alone.findings[0].family == "code-config", "alone, the type is all there is"
+    driver_first = "TypeError: 'NoneType' object is not subscriptable\n"
+    driver_first += "(WorkerDict pid=3) RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n"
+    assert dg.diagnose([_log(tmp_path, driver_first)]).findings[0].family == "device-memory"
+    stamped = (
+        "2026-01-02 03:04:05,000 step 3 failed:\nTypeError: bad value\n2026-01-02 03:09:05,000 NPU out of memory\n"
+    )
+    assert dg.diagnose([_log(tmp_path, stamped)]).findings[0].family == "code-config", "a stamp says which came first"
+
+
+def test_an_exception_is_read_through_its_own_message_only(tmp_path: Path) -> None:
+    """torch_npu prints CANN's explanation under "RuntimeError: ..."; the next traceback is not part of it."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/site/vllm_ascend/worker/model_runner.py", line 9, in execute\n'
+        "RuntimeError: x.cpp:1 NPU function error: call aclnnFoo failed, error code is 561000\n"
+        "[ERROR] 2026-01-02-03:04:05 (PID:1, Device:0, RankID:0) ERR00100 PTA call acl api failed\n"
+        "EZ1001: the input shape of aclnnFoo is not supported\n"
+    )
+    result = dg.diagnose([_log(tmp_path, text)])
+    assert result.first_failure is not None and result.first_failure.family == "kernel", result.first_failure
+    assert codes.message_reach(text.splitlines(), 2) == 2
+    chained = text.splitlines()[:3] + ["", "During handling of the above exception, another exception occurred:"]
+    assert codes.message_reach(chained, 2) == 1
+
+
+def test_an_actors_constructor_error_is_read_through_its_traceback(tmp_path: Path) -> None:
+    """Ray prints the constructor's whole traceback under "error raised in its creation task"."""
+    frames = [f'  File "/app/pkg/mod{k}.py", line {k}, in f{k}\n    g{k}()' for k in range(12)]
+    text = (
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+        "ray::WorkerDict.__init__() (pid=1, ip=10.0.0.2)\n" + "\n".join(frames) + "\n"
+        "OSError: libascend_hal.so: cannot open shared object file: No such file or directory\n"
+    )
+    result = dg.diagnose([_log(tmp_path, text)])
+    assert result.findings[0].family == "image-version", result.findings

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from verl_recipe.diagnosis import codes
 from verl_recipe.diagnosis import diagnose as dg
 from verl_recipe.diagnosis import firstfailure as ff
 from verl_recipe.diagnosis.families import BY_FAMILY, FAMILIES, RULES, is_noise
@@ -273,8 +274,8 @@ def test_the_earliest_cause_across_hosts_is_the_first_failure(tmp_path: Path) ->
         ),  # noqa: E501
         (
             "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out.",
-            datetime(2025, 4, 8, 18, 7, 20, 444000),
-        ),  # noqa: E501
+            datetime(2025, 4, 8, 18, 7, 20, 444436),
+        ),  # noqa: E501 - a plog's milliseconds and microseconds
         ("ERROR 06-09 06:57:48 worker_base.py:581] RuntimeError", datetime(2026, 6, 9, 6, 57, 48)),
         ("[rank1]:[E324 13:00:25.428029551 compiler_depend.ts:574] [Rank 1]", datetime(2026, 3, 24, 13, 0, 25, 428029)),
         ("2025-07-03T14:20:51.565839352Z Traceback (most recent call last):", datetime(2025, 7, 3, 14, 20, 51, 565839)),
@@ -382,3 +383,83 @@ def test_untimed_errors_keep_their_logs_order_and_user_code_is_its_own_family(tm
     assert dg.write_diagnosis(run_dir) is not None
     attempt = restart.attempt_of(1, run_dir)
     assert attempt.failure == "exception-type" and attempt.transient is False, "the same launch fails the same way"
+
+
+# The first failure across hosts and ranks from the prefixes each tool puts before a line. Every line below is made up
+# in the form the named tool prints; the hosts, ranks and times are invented.
+def _first(tmp_path: Path, text: str) -> ff.Event:
+    result = dg.diagnose([_write(tmp_path / "train.log", text)])
+    assert result.first_failure is not None, text
+    return result.first_failure
+
+
+def test_the_earliest_rank_by_torchs_glog_stamps_fails_first(tmp_path: Path) -> None:
+    text = (
+        "[rank0]:[E419 10:42:31.100000 11 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n"
+        "[rank5]:[E419 10:42:28.500000 15 x.cpp:1] RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n"
+        "[rank2]:[E419 10:42:29.000000 12 x.cpp:1] RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    first = _first(tmp_path, text)
+    assert first.rank == "5" and first.family == "device-memory", first
+    assert ff.rank_of("[E419 10:42:31.1 1 ProcessGroupNCCL.cpp:1] [Rank 7] Watchdog caught") == "7"
+    assert ff.rank_of("[1,3]<stderr>:RuntimeError: boom") == "3", "Open MPI's --tag-output"
+
+
+def test_plog_microseconds_order_two_lines_of_one_millisecond(tmp_path: Path) -> None:
+    text = (
+        "[ERROR] RUNTIME(2,python3):2026-03-01-08:00:00.125.900 [stream.cc:1] (PID:2, Device:1, RankID:1) "
+        "rtStreamSynchronize failed, runtime result = 507018.\n"
+        "[ERROR] RUNTIME(1,python3):2026-03-01-08:00:00.125.300 [stream.cc:1] (PID:1, Device:0, RankID:0) "
+        "rtStreamSynchronize failed, runtime result = 507018.\n"
+    )
+    first = _first(tmp_path, text)
+    assert first.rank == "0" and first.time == datetime(2026, 3, 1, 8, 0, 0, 125300)
+
+
+@pytest.mark.parametrize(
+    ("line", "host"),
+    [
+        ("npu-node-3: 2026-02-01 10:00:05,000 ERROR RuntimeError: NPU out of memory.", "npu-node-3"),  # pdsh/clush
+        ("worker2.cluster.local  | 2026-02-01 10:00:05,000 RuntimeError: NPU out of memory.", "worker2.cluster.local"),
+        ("10.1.2.3: 2026-02-01 10:00:05,000 RuntimeError: NPU out of memory.", "10.1.2.3"),
+        ("gpu-7:4242:4300 [3] NCCL WARN NET/IB : Got completion from peer 10.1.2.4", "gpu-7"),  # NCCL's own prefix
+        ("`(WorkerDict pid=9, ip=10.1.2.5) RuntimeError: NPU out of memory.", "10.1.2.5"),  # pasted in back-quotes
+        ("RuntimeError: NPU out of memory.", None),
+        ("train.py: error: unrecognized arguments: --x", None),
+        ("step10: loss 1.0", "step10"),  # a host name in form: the tools' prefixes are read only on error lines
+    ],
+)
+def test_a_fan_out_tools_host_prefix_names_the_host(line: str, host: str | None) -> None:
+    assert ff.line_host(line, None, ff.Hosts({}), False) == host
+
+
+def test_the_earliest_host_across_pdsh_prefixes_fails_first(tmp_path: Path) -> None:
+    text = (
+        "a3-01: 2026-02-01 10:00:09,000 [ERROR] Watchdog caught collective operation timeout: WorkHCCL(SeqNum=3)\n"
+        "a3-02: 2026-02-01 10:00:07,500 RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n"
+        "a3-01: 2026-02-01 10:00:08,000 RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    first = _first(tmp_path, text)
+    assert first.host == "a3-02", first
+
+
+def test_the_ranks_that_never_connected_fail_first(tmp_path: Path) -> None:
+    # HCCL's root-info topology detection: the server lists the agents (ranks) that never reached it; the ranks that
+    # did connect time out waiting. With no error of their own, the unconnected ranks are the first failure.
+    text = (
+        "[ERROR] HCCL(10,train):2026-02-01-10:00:00.000.100 [topoinfo_exchange_server.cc:1] [10][InitGroupStage]"
+        "[RanktableDetect]topo exchange server get socket timeout! timeout[120 s]\n"
+        "[ERROR] HCCL(10,train):2026-02-01-10:00:00.000.200 [topoinfo_exchange_base.cc:1] [10][InitGroupStage]"
+        '[RanktableDetect] TopoDetect ERROR occur !!! fault_type[1], fault_info["Failed to connect agent[2,6,]"]\n'
+    )
+    first = _first(tmp_path, text)
+    assert (first.host, first.rank) == (None, "2,6") and "ranks 2,6" in first.where()
+    # one of them logged its own error: that is the first failure
+    own = "[ERROR] 2026-02-01-09:58:00 (PID:7, Device:6, RankID:6) ERR02200 DIST call hccl api failed.\n"
+    own += "EJ0001: 2026-02-01-09:58:00 HCCP init failed.\n"
+    first = _first(tmp_path, text + own)
+    assert first.rank == "6" and first.family == "communication", first
+    assert codes.unconnected_ranks("[Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms") == "1,3"
+    assert codes.unconnected_ranks("List of unconnected ranks: [4, 5]") == "4,5"
+    assert codes.unconnected_ranks("all 8 ranks connected") is None

@@ -55,6 +55,25 @@ def acl_code(line: str) -> tuple[str, str, str] | None:
     return None
 
 
+# The NPU driver's return codes (drvError_t in the driver's ascend_hal.h), as CANN's logs print them ("drvErr=87",
+# "drvRetCode=13"): only codes whose meaning names a family.
+DRV_CODE = re.compile(r"\bdrv(?:Err|RetCode|_ret|Ret)\s?[=:]\s?(\d{1,5})\b", re.IGNORECASE)
+DRV_EXACT: dict[str, tuple[str, str]] = {
+    "6": ("device-memory", "the driver is out of device memory (DRV_ERROR_OUT_OF_MEMORY)"),
+    "13": ("device-busy", "the device is busy (DRV_ERROR_BUSY)"),
+    "45": ("device-busy", "the device is being hot-reset (DRV_ERROR_HOT_RESET_IN_PROGRESS)"),
+    "87": ("device-busy", "the device is held by another process or container (DRV_ERROR_RESOURCE_OCCUPIED)"),
+}
+
+
+def drv_code(line: str) -> tuple[str, str, str] | None:
+    """(code, family, meaning) of an NPU driver return code in `line` whose meaning names a family."""
+    m = DRV_CODE.search(line[:4096])
+    if not m or m.group(1) not in DRV_EXACT:
+        return None
+    return (f"drvError {m.group(1)}", *DRV_EXACT[m.group(1)])
+
+
 # torch_npu's "ERR<submodule><code>": only codes whose class says a family (100, an ACL call, waits for its code).
 TORCH_NPU_CODE = re.compile(r"\bERR\d\d(\d{3})\b")
 TORCH_NPU_CLASSES = {
@@ -105,6 +124,27 @@ def pointed_place(line: str) -> tuple[str, str | None] | None:
     return None
 
 
+# The ranks a communicator's set-up names as never connected (CANN HCCL guide, root-info topology detection: the
+# agents that never reached the server; torch.distributed's monitored barrier: the ranks that failed to pass it).
+_UNCONNECTED = (
+    re.compile(r"Failed to connect agent\[([\d,\s]{1,400})\]"),
+    re.compile(r"unconnected ranks?\W{0,10}\[?([\d,\s]{1,400})"),
+    re.compile(r"\bRanks? ([\d,\s]{1,400}?) failed to pass monitoredBarrier"),
+)
+
+
+def unconnected_ranks(line: str) -> str | None:
+    """ "1,3,5" for the ranks `line` names as never having joined a communicator or passed a barrier, or None."""
+    text = line[:4096]
+    for rx in _UNCONNECTED:
+        m = rx.search(text)
+        if m:
+            ranks = [r for r in re.split(r"[,\s]+", m.group(1)) if r]
+            if ranks:
+                return ",".join(ranks[:64])
+    return None
+
+
 # The prefixes a forwarded line carries before its text: colour codes, Ray's "(Actor pid=N, ip=X)", torch's
 # "[rank3]:", vLLM's "ERROR 06-09 06:57:48 [file.py:12]", docker compose's "service  | ", a "[TAG] ".
 _PREFIX = re.compile(
@@ -148,7 +188,8 @@ AREAS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?<!utils/)checkpoint\w{0,20}\.py|/dist_checkpointing/|\b_?(?:save|load)_(?:checkpoint|state_dict)\b"
         ),
     ),
-    ("code-config", re.compile(r"reward", re.IGNORECASE)),  # the run's own reward function
+    # the run's own reward function: a file of the site's, not an installed library's reward code
+    ("code-config", re.compile(r"^(?!.*/(?:site|dist)-packages/).*reward", re.IGNORECASE)),
     (
         "data",
         re.compile(r"/(?:data|datasets?)/[^/]{1,200}$|dataset|dataloader|data_loader|collate|__getitem__", re.I),
@@ -173,6 +214,25 @@ def raised_in(lines: Sequence[str], i: int) -> str | None:
             if rx.search(frame):
                 return family
     return None
+
+
+# Where an exception's message ends: a new traceback, Python's chaining line, or a frame. torch_npu and CANN print
+# their own explanation on the lines under "RuntimeError: ..." ("[ERROR] ... ERR00100", "EZ9999: Inner Error!").
+MESSAGE_END = re.compile(
+    r"Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct"
+)
+MESSAGE_LINES = 12
+
+
+def message_reach(lines: Sequence[str], i: int) -> int:
+    """How many lines under the exception line lines[i] still belong to its message (at most MESSAGE_LINES)."""
+    n = 0
+    for j in range(i + 1, min(len(lines), i + 1 + MESSAGE_LINES)):
+        text = strip_prefix(lines[j])
+        if MESSAGE_END.search(text) or FRAME.match(text):
+            break
+        n += 1
+    return n
 
 
 # Families a traceback's place may overrule: the generic ones a type alone gives (or none, for RuntimeError).

@@ -16,6 +16,8 @@ from . import codes
 from . import families as fam
 from . import taxonomy as tax
 from .firstfailure import (
+    NEVER_CONNECTED,
+    REFINE_LINES,
     Event,
     Hosts,
     dead_worker,
@@ -38,9 +40,14 @@ GENERAL_RULES = tax.RULES + fam.RULES
 CANN_LOW = re.compile(r"(?<![a-z0-9])e[eijlzhc136]\d{4}(?![0-9])")
 ACL_NEEDLES = ("error code", "runtime result", "errno")
 TORCH_NPU_NEEDLES = ("err0", "err9")
+DRV_NEEDLES = ("drverr", "drvretcode", "drv_ret", "drvret")
 # Families whose lines name a dead worker's or node's own address: the event is that host's.
 DEATH_FAMILIES = ("ray-lost", "host-memory")
 GENERAL_ORDER = 1000  # general events come after every signature where times tie
+# Families whose lines may name the ranks that never joined (codes.unconnected_ranks): those ranks failed first.
+RANKS_NAMED = ("communication", "timeout-hang")
+# How far under a wrapper its cause is printed: Ray prints the constructor's whole traceback under its death reason.
+REACH = {"ray-creation-task": 80}
 
 
 class Log(Protocol):
@@ -130,6 +137,9 @@ def log_events(log: Log, hosts: Hosts, year: int, seq: int = 0) -> list[Event]:
             dead_host, dead_rank = dead_worker(lines, i, hosts)
             host, rank = dead_host or host, dead_rank or rank
         crimer = heartbeat_crimer(line, hosts) if kw.get("id") == "hccl-heartbeat" else None
+        if crimer is None and kw.get("family") in RANKS_NAMED:
+            ranks = codes.unconnected_ranks(line)
+            crimer = ((None, ranks), NEVER_CONNECTED) if ranks else None
         events.append(
             Event(
                 file=log.name,
@@ -175,6 +185,7 @@ def log_events(log: Log, hosts: Hosts, year: int, seq: int = 0) -> list[Event]:
                 basis=rule.basis,
                 fix=rule.fix,
                 specific=tax.specificity(rule.id, rule.confidence),
+                reach=REACH.get(rule.id, REFINE_LINES),
             )
     _code_events(lines, text, claimed, add)
     return events
@@ -200,6 +211,7 @@ def _code_events(lines: Sequence[str], text: _Text, claimed: set[int], add: Call
     for ident, needles, read, order in (
         ("acl-code", ACL_NEEDLES, codes.acl_code, base + 1),
         ("torch-npu-code", TORCH_NPU_NEEDLES, codes.torch_npu_code, base + 2),
+        ("drv-code", DRV_NEEDLES, codes.drv_code, base + 2),
     ):
         n = 0
         for i in text.candidates(needles):
@@ -236,6 +248,7 @@ def _code_events(lines: Sequence[str], text: _Text, claimed: set[int], add: Call
             cause=f"the traceback ends in {name}; no known signature matches it: {how}",
             basis="the exception type and where it was raised" if by_place else "the exception type",
             specific=tax.CODE_CLASS,
+            reach=codes.message_reach(lines, i),
         )
 
 

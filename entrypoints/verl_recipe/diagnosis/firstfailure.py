@@ -39,12 +39,21 @@ MAX_RECORD_BYTES = 4 * 2**20  # settings.json and lost_nodes.json are a few KB
 STAMP_LOOKBACK = 200  # lines searched above an event for a time stamp
 MAX_CONSEQUENCES = 32
 
-_FULL = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T-](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+# CANN's plogs write milliseconds and microseconds apart: "2025-04-08-18:07:20.444.966".
+_FULL = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T-](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6})(?:\.(\d{3})\b)?)?")
 _VLLM = re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 _GLOG = re.compile(r"\[[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _IPV4 = r"(\d{1,3}(?:\.\d{1,3}){3})"
 # Ray's prefix of a forwarded line: "(WorkerDict pid=123, ip=10.0.0.2)", "(raylet, ip=10.0.0.2)".
-_PREFIX_IP = re.compile(r"^\(\s*[^)]*?\bip=" + _IPV4 + r"[^)]*\)")
+_PREFIX_IP = re.compile(r"^(?:\x1b\[[\d;]{0,20}m|`)?\(\s*[^)]*?\bip=" + _IPV4 + r"[^)]*\)")
+# A host name a fan-out tool puts before each line: pdsh/clush "node-3: ", docker compose "node-3  | ". A name of
+# lower-case letters, digits, dots and hyphens with a digit in it (so neither "RuntimeError: " nor "train.py: ").
+# NCCL's own debug prefix is "host:pid:tid [die] NCCL ...".
+_PREFIX_HOST = (
+    re.compile(r"^([a-z][a-z0-9-]{0,40}\d[a-z0-9-]{0,20}(?:\.[a-z0-9-]{1,40}){0,4})(?::\s|\s{0,8}\|\s)"),
+    re.compile(r"^" + _IPV4 + r"(?::\s|\s{0,8}\|\s)"),
+    re.compile(r"^([\w.-]{1,80}):\d{1,10}:\d{1,10} \[\d{1,3}\] NCCL "),
+)
 # A Ray death reason's own address of the dead worker or node.
 _DEAD_IP = (
     re.compile(r"^\s*ip:\s*\[?" + _IPV4),  # ActorDiedError's field list
@@ -53,7 +62,13 @@ _DEAD_IP = (
     re.compile(r"\bIP:\s*" + _IPV4 + r"\)"),  # the raylet's OOM summary: "at node (ID: ..., IP: 172.31.105.218)"
     re.compile(r"and (?:address|ip):\s*" + _IPV4),  # a node marked dead
 )
-_RANK = (re.compile(r"\[rank(\d+)\]"), re.compile(r"RankID:(\d+)"), re.compile(r"WorkerDict_\d+:(\d+)"))
+_RANK = (
+    re.compile(r"\[rank(\d+)\]"),  # torch's "[rank3]:"
+    re.compile(r"RankID:(\d+)"),  # torch_npu's "(PID:1, Device:0, RankID:3)"
+    re.compile(r"WorkerDict_\d+:(\d+)"),
+    re.compile(r"\[Rank (\d+)\]"),  # ProcessGroupNCCL's and ProcessGroupHCCL's "[Rank 3] Watchdog caught ..."
+    re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:"),  # Open MPI's --tag-output "[1,3]<stderr>:"
+)
 _DEVICE = (re.compile(r"\bDevice:(\d+)"), re.compile(r"\(NPU (\d+);"))
 _LOCAL_IP = re.compile(r"Local node IP:\s*" + _IPV4)
 # HCCL's heartbeat lines: an [IP/ID] is "10.0.0.2/3" (the rank's host address and its rank id).
@@ -66,6 +81,9 @@ CLUSTER_EXCEPTION = re.compile(
 )
 # The guide's priority of heartbeat events: a network fault explains a stuck or lost peer, a stuck one a lost one.
 HEARTBEAT_PRIORITY = {"ERROR CQE": 0, "Error cqe Occurred": 0, "STUCK": 1, "Stuck Occurred": 1}
+# A set-up that lists the ranks that never joined (codes.unconnected_ranks) comes after the heartbeat's own verdict.
+NEVER_CONNECTED = "never connected"
+HEARTBEAT_PRIORITY[NEVER_CONNECTED] = 3
 CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
@@ -94,11 +112,12 @@ class Event:
     basis: str = ""  # which general rule put it in its family
     fix: str = ""  # a general rule's own fix (empty: its family's)
     specific: int = 2  # taxonomy.py: 0 a wrapper, 1 a code's class, 2 a rule on the message, 3 a signature
+    reach: int = 0  # lines under it that may say more: a wrapper's cause, an exception's message
 
     def where(self) -> str:
         parts = [self.host or "an unknown host"]
         if self.rank is not None:
-            parts.append(f"rank {self.rank}")
+            parts.append(f"{'ranks' if ',' in self.rank else 'rank'} {self.rank}")
         if self.device is not None:
             parts.append(f"die {self.device}")
         return " ".join(parts)
@@ -125,7 +144,8 @@ def stamp(line: str, year: int) -> datetime | None:
         m = _FULL.search(line)
         if m:
             y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
-            frac = int((m.group(7) or "0").ljust(6, "0")[:6])
+            ms = m.group(7) or "0"
+            frac = int((ms + m.group(8)) if m.group(8) and len(ms) == 3 else ms.ljust(6, "0")[:6])
             return datetime(y, mo, d, h, mi, s, frac)
         m = _VLLM.search(line)
         if m:
@@ -249,6 +269,10 @@ def line_host(line: str, file_host: str | None, hosts: Hosts, is_driver_log: boo
     m = _PREFIX_IP.match(line)
     if m:
         return hosts.name(m.group(1))
+    for rx in _PREFIX_HOST:
+        m = rx.match(line)
+        if m:
+            return hosts.name(m.group(1))
     if file_host is not None:
         return file_host
     return hosts.head if is_driver_log else None
@@ -295,21 +319,60 @@ def _sort_key(e: Event) -> tuple[Any, ...]:
 
 REFINE_LINES = 12  # a wrapper's own explanation (CANN's message, the exception under it) follows within these lines
 WRAPPED = 2  # events less specific than a message rule: a wrapper (torch_npu's ERR code) or a code's class
+GENERIC_FAMILY = "code-config"  # the family Python's generic exception types give (families.EXCEPTIONS, last)
+# Python's errors that name the code itself, never a value it was given (docs.python.org "Built-in exceptions").
+CODE_ITSELF = re.compile(r"\b(?:SyntaxError|IndentationError|TabError|NameError|UnboundLocalError)\b")
+# What an exception causes: the worker that raised it dies (Ray's death reasons), so a death never outranks it.
+CONSEQUENCES = ("ray-lost",)
+MOMENT_S = 2  # stamps this close are one moment's: an exception's message and the lines logged with it
 
 
 def _under_wrapper(first: Event, events: Sequence[Event]) -> Event:
     """The nearest more specific event printed just under `first` when `first` only wraps it (torch_npu's "ERR02200 call
-    hccl api failed" above CANN's own message, CANN's code above its text): a chain followed to its root. A Python
-    exception is never refined: its root is the earliest traceback, which the order already puts first."""
-    if first.specific >= WRAPPED or first.id == "exception-type":
+    hccl api failed" above CANN's own message, CANN's code above its text, Ray's "error raised in its creation task"
+    above the constructor's traceback): a chain followed to its root. A Python exception is read through only within
+    its own message (torch_npu and CANN print their explanation under "RuntimeError: ..."), never into the next
+    traceback: the root of a chain is the earliest traceback, which the order already puts first."""
+    if first.specific >= WRAPPED:
         return first
+    exception = first.id == "exception-type"
+    reach = first.reach if exception else max(first.reach, REFINE_LINES)
     best = first
     for e in events:
-        if e.file_no != first.file_no or not 0 < e.line - first.line <= REFINE_LINES or e.specific <= first.specific:
+        if e.file_no != first.file_no or not 0 < e.line - first.line <= reach or e.specific < first.specific:
             continue
+        if e.specific == first.specific and not (exception and e.id != "exception-type"):
+            continue  # a code's class in an exception's message says more than its type; nothing else of its rank
+        if exception and not _same_moment(e, first):
+            continue  # a line of a later moment is a new record, not the exception's message
         if best is first or e.line < best.line:
             best = e  # the nearest: in a chain, the first error under the wrapper is its cause
     return best
+
+
+def _same_moment(a: Event, b: Event) -> bool:
+    """Whether two events may be one moment's: either has no stamp, or their stamps are MOMENT_S apart at most."""
+    return a.time is None or b.time is None or abs((a.time - b.time).total_seconds()) <= MOMENT_S
+
+
+def _generic(e: Event) -> bool:
+    """An error read only by a generic exception's type or place (code-config: TypeError, ValueError, AssertionError
+    ..., or Ray's "error raised in its creation task" not read through): no rule on its message names it."""
+    return e.family == GENERIC_FAMILY and e.specific < WRAPPED and not CODE_ITSELF.search(e.excerpt)
+
+
+def _more_specific(first: Event, causes: Sequence[Event]) -> Event:
+    """For a generic exception, the earliest cause of the same log and moment that a rule or a code names: Python's
+    generic types are raised wherever a value is wrong, so the specific error beside one says more (a CANN code, a
+    driver's, a rule on the message). Later moments keep their order: a stamp says what came first."""
+    if not _generic(first):
+        return first
+    for e in causes:
+        if e.file_no != first.file_no or e.family in (GENERIC_FAMILY, *CONSEQUENCES) or e.id == "exception-type":
+            continue
+        if _same_moment(e, first) and e.specific >= WRAPPED - 1:
+            return e
+    return first
 
 
 @dataclass(frozen=True)
@@ -330,17 +393,28 @@ def order(events: Sequence[Event]) -> Ordering:
     if beats:
         beat = min(beats, key=lambda e: (HEARTBEAT_PRIORITY.get(e.crimer_status, 2), _sort_key(e)))
         host, rank = beat.crimer or (None, None)
-        own = [e for e in ranked if e.host == host and host is not None and not e.symptom and e.crimer is None]
-        if own and (rank is None or own[0].rank in (None, rank)):
+        if beat.crimer_status == NEVER_CONNECTED:  # no host: the ranks' own errors, wherever they were logged
+            named = set((rank or "").split(","))
+            own = [e for e in ranked if e.rank in named and not e.symptom and e.crimer is None]
+        else:
+            own = [e for e in ranked if e.host == host and host is not None and not e.symptom and e.crimer is None]
+        if own and (rank is None or own[0].rank in (None, *(rank or "").split(","))):
             first = own[0]
         else:
             first = Event(**{**beat.__dict__, "host": host, "rank": rank, "device": None, "crimer": None})
-        why = f"HCCL's heartbeat names {first.where()} ({beat.crimer_status or 'failed'}) as the rank that failed"
+        if beat.crimer_status == NEVER_CONNECTED:
+            why = f"the communicator's set-up names {first.where()} as never connected: the others waited on it"
+        else:
+            why = f"HCCL's heartbeat names {first.where()} ({beat.crimer_status or 'failed'}) as the rank that failed"
     else:
         causes = [e for e in ranked if not e.symptom]
         if causes:
             first = causes[0]
             why = "the earliest error that is not a timeout or a broken link"
+            specific = _more_specific(first, causes)
+            if specific is not first:
+                first = specific
+                why += ", a specific error ahead of a generic Python exception beside it"
         else:
             first = ranked[0]
             why = "only timeouts and broken links were found: the rank they waited on may have hung without an error"

@@ -8,6 +8,9 @@
   and pandas' missing-column errors, torch's "Caught X in DataLoader worker process N": the data set.
 - The dynamic loader's errors (ld.so: "cannot open shared object file", "cannot allocate memory in static TLS block",
   "version `GLIBCXX_...' not found") and Transformers' and vLLM's unknown model type or architecture: the image.
+- aclError's 5000XX class (CANN "aclError": ACL_ERROR_INTERNAL_ERROR 500000, ACL_ERROR_FAILURE 500001 ... 500005)
+  returned by a call that sets up ACL or the device (aclInit, aclrtSetDevice, torch_npu's AclSetCompileopt): the
+  runtime under torch_npu does not work with it (a CANN, driver or firmware of another release), the image.
 """
 
 from __future__ import annotations
@@ -101,5 +104,22 @@ MORE_RULES: tuple[Rule, ...] = (
         "than the model",
         fix="run the pinned image (docker/versions.yaml) unchanged and a model its vLLM and Transformers support; "
         "`verl-recipe doctor` in it lists packages that differ from the pins",
+    ),
+    Rule(
+        "acl-setup-internal",
+        "image-version",
+        MEDIUM,
+        "ACL or the device could not be set up (an internal ACL error)",
+        "CANN's aclError 5000XX class on ACL's and the device's set-up calls",
+        (
+            r"NPU function error: [^\n]{0,200}?\b(?:AclSetCompileopt|aclInit|aclrtSetDevice|SetDevice|"
+            r"aclrtGetDeviceCount)\b[^\n]{0,300}?error code is 50000[0-5]\b",
+            r"\baclInit failed[^\n]{0,80}\b50000[0-5]\b",
+        ),
+        ("npu function error", "aclinit failed"),
+        "the first ACL call of the process failed inside CANN: the toolkit, driver or firmware is of another release "
+        "than torch_npu was built for, or the toolkit's environment is not set",
+        fix="run the pinned image (docker/versions.yaml) on a host whose driver and firmware match it "
+        "(`npu-smi info` prints their versions); `verl-recipe doctor` in the container",
     ),
 )
