@@ -508,3 +508,26 @@ def test_an_actors_constructor_error_is_read_through_its_traceback(tmp_path: Pat
     )
     result = dg.diagnose([_log(tmp_path, text)])
     assert result.findings[0].family == "image-version", result.findings
+
+
+# Lines every healthy run of verl prints on a host without libnuma or with a model verl's MFU table lacks (seen in the
+# simulated cluster's train.log): a library named "cannot open shared object file" in a warning is not the failure.
+HEALTHY = "\n".join(
+    [
+        "(WorkerDict pid=772, ip=172.30.1.12) Warning: Failed to set NUMA affinity: libnuma.so: cannot open shared "
+        "object file: No such file or directory",
+        "(WorkerDict pid=461, ip=172.30.1.13) Only support config type of dict_keys(['qwen2', 'qwen3_moe']), but got "
+        "qwen3_5_moe. MFU will always be zero.",
+        '(AgentLoopWorker pid=565, ip=172.30.1.13)   warnings.warn(f"Failed to create processor: {e}. This may affect '
+        'multimodal processing", stacklevel=1)',
+        "(TaskRunner pid=871) step:3 - val-core/openai/gsm8k/acc/mean@1:0.0642 - critic/score/mean:0.07",
+    ]
+)
+
+
+def test_a_healthy_runs_warnings_stay_quiet(tmp_path: Path) -> None:
+    assert not dg.diagnose([_log(tmp_path, HEALTHY)]).findings
+    # the same library missing as an error, not a warning, is still found
+    error = "ImportError: libnuma.so: cannot open shared object file: No such file or directory"
+    (first, *_) = dg.diagnose([_log(tmp_path, error)]).findings
+    assert first.family == "image-version"

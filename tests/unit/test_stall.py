@@ -72,6 +72,10 @@ def samples(cur: Procs, prev: Procs, t: float = NOW) -> dict[str, dict[str, Any]
 
 def test_the_current_job_is_the_one_whose_driver_is_verls_process() -> None:
     assert current_job(JOBS, 4242, NOW - 120) == "03000000"
+    # an earlier run's driver in another container had the same pid (containers number processes from 1)
+    reused = [{**JOBS[0], "driver_info": {"pid": "4242"}}, *JOBS[1:]]
+    assert current_job(reused, 4242, NOW - 120) == "03000000"
+    assert current_job(list(reversed(reused)), 4242, NOW - 120) == "03000000"
     # without the pid (not known yet): the newest running job since the run began, never an ended one
     assert current_job(JOBS, None, NOW - 120) == "02000000"
     assert current_job(JOBS, None, NOW) is None

@@ -344,6 +344,9 @@ NOISE: tuple[re.Pattern[str], ...] = (
     # A line whose level is INFO/DEBUG/WARNING (vLLM's "WARNING 06-09 06:57:48 [file.py:1]", Python logging's
     # "... - WARNING - ..."), after a Ray actor prefix: a warning is never the failure.
     re.compile(r"^(?:\([^)]*\)\s*)?(?:\[?(?:INFO|DEBUG|WARNING|WARN)\]?)[\s:]"),
+    # A line the program itself calls a warning ("Warning: Failed to set NUMA affinity: libnuma.so: cannot open
+    # shared object file", verl's worker on a host without libnuma, every healthy run): not the failure either.
+    re.compile(r"^(?:\([^)]*\)\s*)?Warning:\s"),
     re.compile(r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning|ResourceWarning)\b"),
     # NCCL's INFO lines (its debug trace, NCCL_DEBUG=INFO) and Ray's own C++ log records at level I or W
     # ("[2022-02-16 12:45:07,907 W 149 199] node_manager.cc:157: ..."): never the failure.

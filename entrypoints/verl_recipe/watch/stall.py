@@ -70,11 +70,16 @@ def _pid(value: Any) -> int | None:
 
 
 def current_job(jobs: Iterable[dict[str, Any]], driver_pid: int | None, since_s: float) -> str | None:
-    """This run's Ray job: the one whose driver is verl's process; else the newest running job started since the
-    run began (a driver started by hand at the same time could be taken for it: the alert says which job)."""
+    """This run's Ray job: the newest one since the run began whose driver is verl's process; else the newest
+    running job started since then (a driver started by hand at the same time could be taken for it: the alert says
+    which job). A pid alone is not enough: each `docker compose run` container numbers its processes from 1, so an
+    earlier run's driver often had the same pid."""
     rows = [j for j in jobs if j.get("job_id")]
+    recent = sorted(
+        (j for j in rows if (j.get("start_time") or 0) >= since_s * 1000), key=lambda j: j.get("start_time") or 0
+    )
     if driver_pid is not None:
-        for j in rows:
+        for j in reversed(recent):
             info = j.get("driver_info") or {}
             if _pid(info.get("pid") if isinstance(info, dict) else None) == driver_pid:
                 return str(j["job_id"])
