@@ -51,6 +51,8 @@ def in_ray_node(c: SimCluster, host: str, code: str) -> str:
     return p.stdout.strip()
 
 
+# `make test-scenarios` (the stall account is unit-tested over Ray's state rows: tests/unit/test_stall.py).
+@pytest.mark.scenario
 def test_a_rank_stopped_with_sigstop_is_named_by_the_stall_alert(cluster: SimCluster) -> None:
     c = cluster
     before = set(runs(c, EXPERIMENT))

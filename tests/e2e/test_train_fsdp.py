@@ -317,6 +317,8 @@ def make_on_site(c: SimCluster, *args: str, timeout: int = RUN_TIMEOUT_S) -> sub
     )  # fmt: skip
 
 
+# `make test-scenarios`: CI keeps DETACH=1, `make attach` and `make runs` in the spare-host test below.
+@pytest.mark.scenario
 def test_a_detached_run_outlives_its_session_stops_cleanly_and_resumes(cluster: SimCluster) -> None:
     """`make train DETACH=1` returns at once (its SSH session is over) and the run goes on; `make runs` shows it,
     `make stop` stops it and records who and where; the same command, detached again, resumes from that checkpoint

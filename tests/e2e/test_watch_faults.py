@@ -110,6 +110,8 @@ def test_a_memory_leak_fires_its_rule_and_compare_fails_on_peak_memory(cluster: 
     assert rc == 0, "a run against itself passes: " + same[-3000:]
 
 
+# `make test-scenarios` (the rule and HEALTH_STOP are unit-tested: tests/unit/test_health.py).
+@pytest.mark.scenario
 def test_a_nan_loss_is_caught_and_health_stop_ends_the_run(cluster: SimCluster) -> None:
     c = cluster
     made = on_host(
