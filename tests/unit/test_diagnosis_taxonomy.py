@@ -239,6 +239,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "device 3 used 1.2 GiB at step 10",
     ),
     (
+        "ray-task-error",
+        "ray-lost",
+        "ray.exceptions.RayTaskError(ActorDiedError): ray::Runner.run() (pid=12, ip=10.0.0.1, actor_id=ab)",
+        "RayTaskError is re-raised by ray.get in the caller (docs)",
+    ),
+    (
         "acl-setup-internal",
         "image-version",
         "RuntimeError: InitDevice:x.cpp:1 NPU function error: aclrtSetDevice(0), error code is 500002",
@@ -531,3 +537,26 @@ def test_a_healthy_runs_warnings_stay_quiet(tmp_path: Path) -> None:
     error = "ImportError: libnuma.so: cannot open shared object file: No such file or directory"
     (first, *_) = dg.diagnose([_log(tmp_path, error)]).findings
     assert first.family == "image-version"
+
+
+def test_a_ray_task_error_is_read_through_to_the_dead_worker_on_its_own_host(tmp_path: Path) -> None:
+    """Ray's wrapper in the caller (the driver's TaskRunner on the head) names the caller's address; the dead actor's
+    own address is in the ActorDiedError printed under the remote traceback: that host failed first."""
+    frames = "\n".join(
+        f'  File "/opt/venv/lib/python3.11/site-packages/verl/x{k}.py", line {k}, in f' for k in range(14)
+    )
+    text = (
+        "ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=1274, ip=10.0.0.1, actor_id=ab)\n"
+        f"{frames}\n"
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+        "\tclass_name: WorkerDict\n\tpid: 679\n\tip: 10.0.0.2\n"
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR"
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "settings.json").write_text(
+        '{"nodes": [{"host": "a3-01", "ip": "10.0.0.1"}, {"host": "a3-02", "ip": "10.0.0.2"}]}'
+    )
+    (run / "train.log").write_text(text + "\n")
+    first = dg.diagnose([run]).first_failure
+    assert first is not None and first.host == "a3-02", first

@@ -46,8 +46,9 @@ DEATH_FAMILIES = ("ray-lost", "host-memory")
 GENERAL_ORDER = 1000  # general events come after every signature where times tie
 # Families whose lines may name the ranks that never joined (codes.unconnected_ranks): those ranks failed first.
 RANKS_NAMED = ("communication", "timeout-hang")
-# How far under a wrapper its cause is printed: Ray prints the constructor's whole traceback under its death reason.
-REACH = {"ray-creation-task": 80}
+# How far under a wrapper its cause is printed: Ray prints the constructor's whole traceback under its death reason,
+# and the remote traceback between a RayTaskError line and the remote error itself.
+REACH = {"ray-creation-task": 80, "ray-task-error": 80}
 
 
 class Log(Protocol):

@@ -168,6 +168,18 @@ RULES: tuple[Rule, ...] = (
         fix="read the exception under this line (the actor's __init__) and fix what it names",
     ),
     Rule(
+        "ray-task-error",
+        "ray-lost",
+        LOW,
+        "a Ray actor the task called died: its own report is printed under this line",
+        SOURCE_RAY_EXCEPTIONS + " (RayTaskError wraps the remote error)",
+        (r"\bRayTaskError\((?:ActorDiedError|RayActorError|WorkerCrashedError|ActorUnavailableError)\): ",),
+        ("raytaskerror(",),
+        "Ray re-raised, in the caller, the death of an actor it called: the address on this line is the caller's; "
+        "the remote traceback and the death report with the dead worker's address follow",
+        fix="read the error under this line: its type and, for a dead actor, the worker's address and exit detail",
+    ),
+    Rule(
         "store-connect",
         "communication",
         MEDIUM,
@@ -458,7 +470,7 @@ RULES: tuple[Rule, ...] = (
     *MORE_RULES,
 )
 # Rules that only wrap the error below them, and those that read only a code's class.
-WRAPPER_IDS = frozenset({"hccl-api", "ray-creation-task", "torch-npu-code"})
+WRAPPER_IDS = frozenset({"hccl-api", "ray-creation-task", "ray-task-error", "torch-npu-code"})
 CLASS_IDS = frozenset({"aclnn-call", "cann-code", "acl-code", "exception-type"})
 
 
