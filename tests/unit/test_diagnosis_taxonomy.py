@@ -527,6 +527,8 @@ HEALTHY = "\n".join(
         '(AgentLoopWorker pid=565, ip=172.30.1.13)   warnings.warn(f"Failed to create processor: {e}. This may affect '
         'multimodal processing", stacklevel=1)',
         "(TaskRunner pid=871) step:3 - val-core/openai/gsm8k/acc/mean@1:0.0642 - critic/score/mean:0.07",
+        # as the job ends, its data loader's workers are killed: the run exits 0
+        "(TaskRunner pid=1632) RuntimeError: DataLoader worker (pid 1788) is killed by signal: Killed. ",
     ]
 )
 

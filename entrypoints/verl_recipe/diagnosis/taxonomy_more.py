@@ -27,7 +27,8 @@ MORE_RULES: tuple[Rule, ...] = (
         "the host ran out of shared or process memory",
         TORCH_DATA + " (SIGBUS: shared memory); NumPy's and torch's CPU allocator errors",
         (
-            r"DataLoader worker \(pid[^)\n]{0,80}\) is killed by signal: (?:Bus error|Killed)",
+            # SIGBUS only: SIGKILL ("Killed") is also how a finished job's data loader workers end, every healthy run
+            r"DataLoader worker \(pid[^)\n]{0,80}\) is killed by signal: Bus error",
             r"insufficient shared memory \(shm\)",
             r"out of shared memory",
             r"Unable to allocate [\d.]{1,20} [KMGTP]?i?B for an array",
