@@ -324,11 +324,17 @@ def cmd_attach(run_dir: Path, follow: bool = True, poll_s: float = ATTACH_POLL_S
     return EXIT_OK if state in (RUNNING, FINISHED, STOPPED, RECOVERING, RESTARTED) else EXIT_FAILED
 
 
-def _stop_recovering(run_dir: Path, st: RunState, wait_s: float, poll_s: float) -> int:
+def _request_stop(run_dir: Path) -> dict[str, str]:
+    """stop_request.json, whole or not at all (temp file, then rename): who asked and when."""
     request = {"by": who(), "time_utc": _now_utc()}
     tmp = run_dir / f".{runfiles.STOP_REQUEST}.tmp"
     tmp.write_text(json.dumps(request))
     tmp.replace(run_dir / runfiles.STOP_REQUEST)
+    return request
+
+
+def _stop_recovering(run_dir: Path, st: RunState, wait_s: float, poll_s: float) -> int:
+    request = _request_stop(run_dir)
     print(f"stop requested for {st.run} (recovering) by {request['by']}; waiting up to {wait_s:.0f} s", flush=True)
     end = time.monotonic() + wait_s
     while time.monotonic() < end:
@@ -360,10 +366,7 @@ def cmd_stop(run_dir: Path, wait_s: float = STOP_WAIT_S, poll_s: float = ATTACH_
     if st.state != RUNNING:
         error(f"{st.run} is {st.state}, not running; nothing to stop (verl-recipe runs lists the runs)")
         return EXIT_BAD_INPUT
-    request = {"by": who(), "time_utc": _now_utc()}
-    tmp = run_dir / f".{runfiles.STOP_REQUEST}.tmp"
-    tmp.write_text(json.dumps(request))
-    tmp.replace(run_dir / runfiles.STOP_REQUEST)
+    request = _request_stop(run_dir)
     print(f"stop requested for {st.run} by {request['by']}; waiting up to {wait_s:.0f} s for it to end", flush=True)
     end = time.monotonic() + wait_s
     state, outcome = RUNNING, None
